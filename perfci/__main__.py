@@ -1,0 +1,3 @@
+from perfci.cli import main
+
+raise SystemExit(main())

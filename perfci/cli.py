@@ -1,0 +1,77 @@
+"""The ``perfci`` command line: parse, dispatch, turn errors into exit codes.
+
+Each subcommand lives in its own module, which exposes ``add_parser(subparsers)``
+(registering itself with ``set_defaults(handler=...)``) and a handler
+``main(args) -> int``. This file only wires them together, so it stays thin.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from perfci import __version__
+from perfci.errors import EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
+
+EPILOG = """\
+exit codes:
+  0  success (compare: no regression)
+  1  compare: at least one case regressed
+  2  bad input or usage: the message names the file, row and column
+  3  compare --strict: something was inconclusive; bisect: no real difference
+  130 interrupted
+
+examples:
+  perfci run smoke --out results.csv                 # CPU via the Triton interpreter
+  perfci run decode --out cur.csv --filter 'M<=16'   # on the visible GPU
+  perfci compare baselines/h200/decode.csv cur.csv --format markdown
+  perfci bisect v1.2 HEAD -- perfci run decode --out r.csv
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its message to one line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from perfci import bisect_cli, compare_cli, run_cli
+
+    parser = _Parser(
+        prog="perfci",
+        description="Benchmark-regression CI for GPU GEMM kernels.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"perfci {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in (run_cli, compare_cli, bisect_cli):
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    # SIGTERM becomes KeyboardInterrupt so every command's cleanup runs the same way.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        return int(handler(args))
+    except PerfciError as err:
+        print(f"perfci: error: {err.message}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("perfci: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+
+
+def _raise_interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt

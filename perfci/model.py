@@ -1,0 +1,117 @@
+"""Plain data shared by every part of perfci.
+
+Frozen dataclasses only: no files, no torch, no printing. The run pipeline
+produces :class:`CaseResult`; ``perfci compare`` and ``perfci bisect`` consume
+it through :mod:`perfci.results`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+STATUSES = ("ok", "fail", "error", "timeout", "skip")
+DTYPES = ("fp32", "fp16", "bf16", "fp8")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+# Outputs of fp8 GEMMs are written in bf16, as every fp8 kernel here does.
+OUT_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}
+
+
+def shape_key(m: int, n: int, k: int) -> str:
+    return f"{m}x{n}x{k}"
+
+
+def kernel_label(kernel: str, variant: Mapping[str, object]) -> str:
+    """``splitk_decode`` + {m_fast: 1} -> ``splitk_decode[m_fast=1]``.
+
+    The label is the ``kernel`` column of the results CSV, so two variants of one
+    kernel are two distinct cases in every comparison.
+    """
+    if not variant:
+        return kernel
+    inner = ",".join(f"{k}={variant[k]}" for k in sorted(variant))
+    return f"{kernel}[{inner}]"
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One benchmark case as a suite declares it."""
+
+    kernel: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    variant: Mapping[str, object] = field(default_factory=dict)
+    weight: float = 1.0
+    group: str = ""  # the suite row this case came from ("qkv", "o", ...)
+
+    @property
+    def label(self) -> str:
+        return kernel_label(self.kernel, self.variant)
+
+    @property
+    def shape(self) -> str:
+        return shape_key(self.m, self.n, self.k)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.label, self.shape, self.dtype)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def min_bytes(self) -> float:
+        """Fewest bytes a GEMM must move: read A and B once, write C once."""
+        eb = DTYPE_BYTES[self.dtype]
+        return (self.m * self.k + self.k * self.n) * eb + self.m * self.n * OUT_DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class RepeatSample:
+    """One of the (default 7) repeats of a case: N timed iterations."""
+
+    median_us: float
+    iters_us: tuple[float, ...] = ()
+    sclk_mhz: float | None = None  # median core clock during the repeat
+    temp_c: float | None = None
+    power_w: float | None = None
+    throttled: bool | None = None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """What one case produced: a time, or the reason it has none."""
+
+    spec: CaseSpec
+    status: str  # one of STATUSES
+    repeats: tuple[RepeatSample, ...] = ()
+    iters: int = 0
+    message: str = ""  # why a case failed / errored / was skipped
+    rel_error: float | None = None  # correctness gate's ||out-ref||/||ref||
+
+    @property
+    def median_us(self) -> float | None:
+        if self.status != "ok" or not self.repeats:
+            return None
+        values = sorted(r.median_us for r in self.repeats)
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a run happened. Every field is a string so it round-trips through CSV."""
+
+    device_name: str = ""
+    arch: str = ""  # sm_90, gfx942, gfx950, cpu
+    vendor: str = ""  # nvidia, amd, cpu
+    driver: str = ""
+    runtime: str = ""  # CUDA or HIP runtime version
+    torch: str = ""
+    triton: str = ""
+    perfci: str = ""
+    git_sha: str = ""
+    host: str = ""
+    timestamp: str = ""  # ISO 8601, UTC
