@@ -1,0 +1,364 @@
+"""The results CSV: perfci's one exchange format, written atomically, read strictly.
+
+One row per case, keyed by (kernel, shape, dtype). Lists (the 7 repeat medians,
+the per-repeat clocks) are ';'-separated inside one cell so the file stays a
+plain table that pandas, a spreadsheet or ``grep`` can read.
+
+FlyDSL's benchmark CSV (``op,shape,dtype,tbps,tflops,status``) is accepted
+wherever a results CSV is; it carries one throughput per case and no repeats.
+
+Every problem in an input file is reported as one :class:`PerfciError` naming
+the file, the line and the column, never as a traceback.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from perfci.errors import PerfciError
+from perfci.model import STATUSES, CaseResult, Environment
+
+SCHEMA_VERSION = "1"
+
+# The columns a perfci results CSV always has, in order. The issue-mandated ones
+# come first so the file reads well in a terminal.
+COLUMNS = (
+    "kernel", "shape", "dtype", "M", "N", "K",
+    "median_us", "repeats_us", "iters", "tflops", "tbps", "roofline_pct",
+    "sclk_mhz", "temp_c", "power_w", "throttled",
+    "status", "message", "weight", "group", "rel_error",
+    "arch", "device_name", "vendor", "driver", "runtime",
+    "torch", "triton", "perfci", "git_sha", "host", "timestamp", "suite", "schema",
+)
+REQUIRED_COLUMNS = ("kernel", "shape", "dtype", "median_us", "repeats_us", "status")
+FLYDSL_COLUMNS = ("op", "shape", "dtype", "tbps", "tflops", "status")
+_SHAPE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)")
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One case as read back from a results file (perfci or FlyDSL)."""
+
+    kernel: str
+    shape: str
+    dtype: str
+    status: str
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    median_us: float | None = None
+    repeats_us: tuple[float, ...] = ()
+    iters: int = 0
+    tflops: float | None = None
+    tbps: float | None = None
+    sclk_mhz: tuple[float | None, ...] = ()
+    throttled: tuple[bool | None, ...] = ()
+    weight: float = 1.0
+    arch: str = ""
+    device_name: str = ""
+    git_sha: str = ""
+    message: str = ""
+    line: int = 0  # line in the source file, for error messages downstream
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kernel, self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    path: str
+    format: str  # "perfci" | "flydsl"
+    rows: tuple[ResultRow, ...] = field(default_factory=tuple)
+
+    @property
+    def has_repeats(self) -> bool:
+        return any(len(r.repeats_us) > 1 for r in self.rows)
+
+    def by_key(self) -> dict[tuple[str, str, str], ResultRow]:
+        return {r.key: r for r in self.rows}
+
+
+# --------------------------------------------------------------------------- write
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def _fmt_list(values: Iterable[float | None], digits: int = 4) -> str:
+    values = list(values)
+    if not values or all(v is None for v in values):
+        return ""
+    return ";".join(_fmt(v, digits) for v in values)
+
+
+def result_to_row(result: CaseResult, env: Environment, suite: str = "",
+                  peak_tflops: float | None = None, peak_tbps: float | None = None) -> dict[str, str]:
+    """Flatten one measured case into CSV cells (strings)."""
+    spec = result.spec
+    median = result.median_us
+    tflops = spec.flops / (median * 1e-6) / 1e12 if median else None
+    tbps = spec.min_bytes / (median * 1e-6) / 1e12 if median else None
+    roofline = None
+    if median and peak_tflops and peak_tbps:
+        # Roofline: the time the case must take at best is the larger of its
+        # compute time and its memory time at the device's peaks.
+        floor_s = max(spec.flops / (peak_tflops * 1e12), spec.min_bytes / (peak_tbps * 1e12))
+        roofline = 100.0 * floor_s / (median * 1e-6)
+    reps = result.repeats
+    return {
+        "kernel": spec.label, "shape": spec.shape, "dtype": spec.dtype,
+        "M": str(spec.m), "N": str(spec.n), "K": str(spec.k),
+        "median_us": _fmt(median),
+        "repeats_us": _fmt_list(r.median_us for r in reps),
+        "iters": str(result.iters) if result.iters else "",
+        "tflops": _fmt(tflops, 3), "tbps": _fmt(tbps, 4), "roofline_pct": _fmt(roofline, 1),
+        "sclk_mhz": _fmt_list((r.sclk_mhz for r in reps), 0),
+        "temp_c": _fmt_list((r.temp_c for r in reps), 0),
+        "power_w": _fmt_list((r.power_w for r in reps), 0),
+        "throttled": "" if all(r.throttled is None for r in reps) else ";".join(
+            "" if r.throttled is None else str(int(r.throttled)) for r in reps),
+        "status": result.status,
+        "message": " ".join(result.message.split()),
+        "weight": f"{spec.weight:g}", "group": spec.group,
+        "rel_error": "" if result.rel_error is None else f"{result.rel_error:.2e}",
+        "arch": env.arch, "device_name": env.device_name, "vendor": env.vendor,
+        "driver": env.driver, "runtime": env.runtime, "torch": env.torch, "triton": env.triton,
+        "perfci": env.perfci, "git_sha": env.git_sha, "host": env.host, "timestamp": env.timestamp,
+        "suite": suite, "schema": SCHEMA_VERSION,
+    }
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` so that readers see the old file or the new one, never half.
+
+    The temporary file lives in the target's directory so ``os.replace`` is a
+    rename on one filesystem, which POSIX makes atomic.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def render_rows_csv(rows: Sequence[dict[str, str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def write_results(path: str | os.PathLike, rows: Sequence[dict[str, str]]) -> None:
+    """Atomically (re)write the whole results file from flattened rows."""
+    atomic_write_text(path, render_rows_csv(rows))
+
+
+# --------------------------------------------------------------------------- read
+
+
+def parse_shape(shape: str) -> tuple[int, int, int] | None:
+    """``4096x14336x4096`` (optionally followed by ``_tile...``) -> (M, N, K)."""
+    match = _SHAPE_RE.match(shape.strip())
+    return tuple(int(g) for g in match.groups()) if match else None  # type: ignore[return-value]
+
+
+class _Cells:
+    """Typed access to one CSV row that reports file, line and column on error."""
+
+    def __init__(self, path: str, line: int, raw: dict[str, str | None]):
+        self.path, self.line, self.raw = path, line, raw
+
+    def fail(self, column: str, why: str) -> PerfciError:
+        return PerfciError(f"{self.path}: line {self.line}, column '{column}': {why}")
+
+    def text(self, column: str, required: bool = True) -> str:
+        value = (self.raw.get(column) or "").strip()
+        if required and not value:
+            raise self.fail(column, "is empty")
+        return value
+
+    def number(self, column: str, *, positive: bool = False, allow_empty: bool = True,
+               missing: frozenset[str] = frozenset({""})) -> float | None:
+        value = (self.raw.get(column) or "").strip()
+        if value in missing:
+            if allow_empty:
+                return None
+            raise self.fail(column, "is empty")
+        try:
+            number = float(value)
+        except ValueError:
+            raise self.fail(column, f"'{value}' is not a number") from None
+        if not math.isfinite(number):
+            raise self.fail(column, f"'{value}' is not a finite number")
+        if positive and number <= 0:
+            raise self.fail(column, f"{value} must be greater than zero")
+        return number
+
+    def integer(self, column: str) -> int | None:
+        value = (self.raw.get(column) or "").strip()
+        if not value:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise self.fail(column, f"'{value}' is not an integer") from None
+
+    def number_list(self, column: str, *, positive: bool = False) -> tuple[float | None, ...]:
+        value = (self.raw.get(column) or "").strip()
+        if not value:
+            return ()
+        out: list[float | None] = []
+        for item in value.split(";"):
+            item = item.strip()
+            if not item:
+                out.append(None)
+                continue
+            try:
+                number = float(item)
+            except ValueError:
+                raise self.fail(column, f"'{item}' is not a number") from None
+            if not math.isfinite(number) or (positive and number <= 0):
+                raise self.fail(column, f"{item} must be a finite number greater than zero")
+            out.append(number)
+        return tuple(out)
+
+
+def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise PerfciError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PerfciError(f"{path}: is a directory, not a CSV file") from None
+    except UnicodeDecodeError:
+        raise PerfciError(f"{path}: not a text file (cannot decode as UTF-8)") from None
+    except OSError as err:
+        raise PerfciError(f"{path}: cannot read ({err.strerror})") from None
+    if not text.strip():
+        raise PerfciError(f"{path}: the file is empty")
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = [h.strip() for h in (reader.fieldnames or [])]
+        reader.fieldnames = header
+        rows = list(reader)
+    except csv.Error as err:
+        raise PerfciError(f"{path}: not a valid CSV file ({err})") from None
+    return header, rows
+
+
+def read_results(path: str | os.PathLike) -> ResultTable:
+    """Read a perfci or FlyDSL results CSV, validating every cell."""
+    path = str(path)
+    header, rows = _read_csv_text(path)
+    if set(FLYDSL_COLUMNS) <= set(header) and "kernel" not in header:
+        parsed = [_flydsl_row(_Cells(path, i + 2, raw)) for i, raw in enumerate(rows)]
+        fmt = "flydsl"
+    else:
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise PerfciError(
+                f"{path}: line 1: missing column(s) {', '.join(missing)}; "
+                f"expected a perfci results CSV ({', '.join(REQUIRED_COLUMNS)}, ...) "
+                f"or a FlyDSL CSV ({','.join(FLYDSL_COLUMNS)})")
+        parsed = [_perfci_row(_Cells(path, i + 2, raw)) for i, raw in enumerate(rows)]
+        fmt = "perfci"
+    if not parsed:
+        raise PerfciError(f"{path}: has a header but no rows")
+    seen: dict[tuple[str, str, str], int] = {}
+    for row in parsed:
+        if row.key in seen:
+            raise PerfciError(
+                f"{path}: line {row.line}, column 'kernel': duplicate case {','.join(row.key)} "
+                f"(first on line {seen[row.key]})")
+        seen[row.key] = row.line
+    return ResultTable(path=path, format=fmt, rows=tuple(parsed))
+
+
+def _perfci_row(cells: _Cells) -> ResultRow:
+    status = cells.text("status")
+    if status not in STATUSES:
+        raise cells.fail("status", f"'{status}' is not one of {', '.join(STATUSES)}")
+    kernel, shape, dtype = cells.text("kernel"), cells.text("shape"), cells.text("dtype")
+    ok = status == "ok"
+    median = cells.number("median_us", positive=True, allow_empty=not ok)
+    repeats = cells.number_list("repeats_us", positive=True)
+    if ok and any(r is None for r in repeats):
+        raise cells.fail("repeats_us", "has an empty entry")
+    dims = [cells.integer(c) for c in ("M", "N", "K")]
+    if any(d is None for d in dims):
+        dims = list(parse_shape(shape) or (None, None, None))
+    for name, d in zip("MNK", dims):
+        if d is not None and d <= 0:
+            raise cells.fail(name, f"{d} must be a positive integer")
+    weight = cells.number("weight", positive=True)
+    throttled = tuple(None if v is None else bool(v) for v in cells.number_list("throttled"))
+    return ResultRow(
+        kernel=kernel, shape=shape, dtype=dtype, status=status,
+        m=dims[0], n=dims[1], k=dims[2],
+        median_us=median if ok else None,
+        repeats_us=tuple(r for r in repeats if r is not None) if ok else (),
+        iters=cells.integer("iters") or 0,
+        tflops=cells.number("tflops"), tbps=cells.number("tbps"),
+        sclk_mhz=cells.number_list("sclk_mhz", positive=True),
+        throttled=throttled,
+        weight=1.0 if weight is None else weight,
+        arch=cells.text("arch", required=False), device_name=cells.text("device_name", required=False),
+        git_sha=cells.text("git_sha", required=False), message=cells.text("message", required=False),
+        line=cells.line,
+    )
+
+
+def _flydsl_row(cells: _Cells) -> ResultRow:
+    """FlyDSL rows carry throughput only; the time is derived from it.
+
+    With the shape's M, N, K known, time = 2MNK / TFLOP/s exactly; otherwise
+    1/throughput stands in, which is enough because compare only uses ratios
+    of one case against itself.
+    """
+    raw_status = cells.text("status")
+    status = {"ok": "ok", "skip": "skip", "missing": "error"}.get(raw_status)
+    if status is None:
+        raise cells.fail("status", f"'{raw_status}' is not one of ok, skip, missing")
+    dash = frozenset({"", "-"})
+    tflops = cells.number("tflops", positive=True, missing=dash)
+    tbps = cells.number("tbps", positive=True, missing=dash)
+    shape = cells.text("shape")
+    dims = parse_shape(shape)
+    median = None
+    if status == "ok":
+        if tflops is None and tbps is None:
+            raise cells.fail("tflops", "an ok row needs tflops or tbps")
+        if tflops is not None and dims:
+            m, n, k = dims
+            median = 2.0 * m * n * k / (tflops * 1e12) * 1e6
+        else:
+            median = 1e6 / (tflops if tflops is not None else tbps)
+    return ResultRow(
+        kernel=cells.text("op"), shape=shape, dtype=cells.text("dtype"), status=status,
+        m=dims[0] if dims else None, n=dims[1] if dims else None, k=dims[2] if dims else None,
+        median_us=median, repeats_us=(median,) if median else (), iters=0,
+        tflops=tflops, tbps=tbps, line=cells.line,
+    )
