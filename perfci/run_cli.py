@@ -1,0 +1,193 @@
+"""``perfci run SUITE``: measure a suite into a results CSV."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from perfci.errors import PerfciError
+
+DESCRIPTION = """\
+Measure every case of SUITE, each in its own process, and write one CSV row per
+case (see README, 'Results CSV').
+
+Per case: fresh random-normal inputs are checked against an fp32 torch reference
+(a wrong kernel is recorded as status=fail, never timed); then the kernel warms
+up until the core clock settles, and runs REPEATS x ITERS timed launches, each
+between device events, with the last-level cache flushed before every launch.
+A repeat's value is the median of its launches; the case's value is the median
+of the repeat values, and all repeat values are kept for 'perfci compare'.
+
+The CSV is rewritten atomically after every case, so an interrupted run keeps
+everything measured so far.
+
+exit codes: 0 every case ok or skipped; 1 some case failed, errored or timed out;
+2 bad input or usage; 130 interrupted.
+"""
+EXAMPLES = """\
+examples:
+  perfci run smoke --out smoke.csv                  # anywhere; CPU via the Triton interpreter
+  perfci run decode --out decode.csv                # the visible GPU
+  perfci run decode --filter 'M<=16,kernel~splitk*' --out part.csv
+  perfci run prefill --shard 2/4 --out prefill-2.csv   # a CI matrix of 4 jobs
+  CUDA_VISIBLE_DEVICES=3 perfci run decode --out gpu3.csv
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="measure a suite into a results CSV", description=DESCRIPTION,
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite", metavar="SUITE", help="built-in suite (smoke, decode, prefill) or a .toml path")
+    p.add_argument("--out", "-o", metavar="CSV", required=True, help="results CSV to write")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                   help="cuda means the first visible GPU (NVIDIA or ROCm); auto picks it when present "
+                        "(default: auto)")
+    p.add_argument("--filter", metavar="EXPR", help="keep matching cases: 'M<=16', 'kernel~splitk*,dtype=bf16', "
+                   "'group=seed002-qkv', or a glob over 'kernel shape dtype group'")
+    p.add_argument("--shard", metavar="I/N", help="run the I-th of N interleaved slices (1-based)")
+    p.add_argument("--iters", type=int, default=70, metavar="N",
+                   help="timed launches per repeat, 60..80 (default: 70)")
+    p.add_argument("--repeats", type=int, default=7, metavar="R",
+                   help="repeats per case; the reported value is their median (default: 7)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="seconds before a case is killed and recorded as timeout (default: 600)")
+    p.add_argument("--launch", choices=("auto", "graph", "eager"), default="auto",
+                   help="replay a captured device graph (hides host launch cost) or launch eagerly "
+                        "(default: auto = graph when capture works)")
+    p.add_argument("--seed", type=int, help="input seed (default: a fresh one per case)")
+    p.add_argument("--format", choices=("table", "markdown", "json", "none"), default="table",
+                   help="what to print on stdout at the end (default: table)")
+    p.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from perfci.suites import load_suite, parse_shard, project_root, select_cases
+
+    if not 60 <= args.iters <= 80:
+        raise PerfciError(f"--iters {args.iters}: use 60..80 launches per repeat (median of 7 repeats "
+                          f"of 60-80 launches is the method perfci's numbers are validated for)")
+    if not 1 <= args.repeats <= 50:
+        raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
+    if args.timeout <= 0:
+        raise PerfciError("--timeout must be positive")
+    root = project_root()
+    suite = load_suite(args.suite, root)
+    shard = parse_shard(args.shard) if args.shard else None
+    cases = select_cases(suite.cases, args.filter, shard)
+    if not cases:
+        raise PerfciError(f"no case of suite '{suite.name}' matches the filter/shard")
+    if args.list:
+        for case in cases:
+            print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
+        return 0
+
+    from perfci.runner import RunOptions, resolve_device
+
+    device = resolve_device(args.device)
+    if device not in suite.devices:
+        raise PerfciError(f"suite '{suite.name}' is sized for {', '.join(suite.devices)}, and no GPU "
+                          f"is in use here; run 'perfci run smoke' on the CPU, or use a GPU")
+    options = RunOptions(device=device, iters=args.iters, repeats=args.repeats,
+                         timeout_s=args.timeout, launch=args.launch, seed=args.seed,
+                         warmup_min_s=0.3 if device == "cuda" else 0.05,
+                         warmup_max_s=3.0 if device == "cuda" else 0.5)
+    rows = _measure(suite.name, cases, options, root, args.out)
+    _print_summary(rows, suite.name, args.format, args.out)
+    bad = [r for r in rows if r["status"] in ("fail", "error", "timeout")]
+    return 1 if bad else 0
+
+
+def _measure(suite_name, cases, options, root, out_path) -> list[dict[str, str]]:
+    import contextlib
+
+    from perfci.envinfo import collect_environment
+    from perfci.model import Environment
+    from perfci.results import result_to_row, write_results
+    from perfci.roofline import ceiling_for
+    from perfci.runner import gpu_lock, run_cases
+
+    rows: list[dict[str, str]] = []
+    env_holder: dict[str, Environment] = {}
+    progress = _Progress(len(cases))
+
+    def on_start(index, spec):
+        progress.start(index, f"{spec.label} {spec.shape} {spec.dtype}")
+
+    def on_done(index, result, raw):
+        env = env_holder.get("env")
+        if env is None and raw.get("env"):
+            env = env_holder["env"] = Environment(**raw["env"])
+        if env is None:
+            env = collect_environment("cpu") if options.device == "cpu" else Environment()
+        peaks = ceiling_for(env.arch, result.spec.dtype)
+        row = result_to_row(result, env, suite_name, *(peaks or (None, None)))
+        rows.append(row)
+        write_results(out_path, rows)  # after every case: an interrupted run keeps what it measured
+        progress.done(index, row)
+
+    lock = gpu_lock(options.lock_timeout_s, progress.note) if options.device == "cuda" else None
+    with lock or contextlib.nullcontext():
+        try:
+            run_cases(cases, options, options.device, root, on_done, on_start)
+        finally:
+            progress.close()
+    return rows
+
+
+def _print_summary(rows, suite_name, fmt, out_path) -> None:
+    from perfci.run_render import render_json, render_markdown, render_table, summarize
+
+    summary = summarize(rows)
+    if fmt == "table":
+        sys.stdout.write(render_table(rows, title=f"perfci run {suite_name}"))
+    elif fmt == "markdown":
+        sys.stdout.write(render_markdown(rows, title=f"perfci run {suite_name}"))
+    elif fmt == "json":
+        sys.stdout.write(render_json(rows, summary))
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary["status"].items()))
+    print(f"{len(rows)} cases: {counts}; wrote {out_path}", file=sys.stderr)
+
+
+class _Progress:
+    """A live bar on a terminal; one plain line per case in CI logs."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.live = sys.stderr.isatty()
+        self._bar = None
+        if self.live:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.console import Console
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TimeRemainingColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._task = self._bar.add_task("starting", total=total)
+            self._bar.start()
+
+    def note(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(text)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def start(self, index: int, label: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=label)
+
+    def done(self, index: int, row: dict[str, str]) -> None:
+        value = f"{row['median_us']} µs" if row.get("median_us") else row["status"]
+        line = f"[{index + 1}/{self.total}] {row['kernel']} {row['shape']} {row['dtype']}: {value}"
+        if row["status"] != "ok":
+            line += f" ({row['status']}: {row.get('message', '')[:120]})"
+        if self._bar is not None:
+            self._bar.console.print(line)
+            self._bar.advance(self._task)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,275 @@
+"""Suites: declarative TOML files that expand into benchmark cases.
+
+A suite file names itself and lists ``[[cases]]`` entries; every field of an
+entry may be a single value or a list, and an entry expands to the cartesian
+product of its lists::
+
+    name = "decode"
+    devices = ["cuda"]          # where the suite makes sense; smoke adds "cpu"
+    dtype = "bf16"              # default for every entry
+
+    [[cases]]
+    group = "qkv"               # the model row this entry stands for
+    kernel = ["splitk_decode", "torch_matmul"]
+    variants = [{m_fast = 0}, {m_fast = 1}]   # only for kernels that take them
+    M = [1, 4, 16, 64]
+    N = 1024
+    K = 6144
+    weight = 1.0                # calls per step, for time-weighted speedups
+
+Built-in suites are registered explicitly in :data:`BUILTIN_SUITES`; any other
+suite is given by its path. Loading validates everything it can without a GPU
+(kernel names, dtypes, variant keys, shapes a kernel cannot take) and reports
+the first problem as one line naming the file and the entry.
+"""
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import operator
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from perfci.errors import PerfciError
+from perfci.model import DTYPES, CaseSpec
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+BUILTIN_SUITES = {
+    "smoke": "smoke.toml",
+    "decode": "decode.toml",
+    "prefill": "prefill.toml",
+}
+SUITE_KEYS = {"name", "description", "devices", "dtype", "cases"}
+ENTRY_KEYS = {"group", "kernel", "variants", "variant", "M", "N", "K", "dtype", "weight"}
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    path: str
+    devices: tuple[str, ...]
+    cases: tuple[CaseSpec, ...]
+
+
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """The checkout whose ``kernels/`` and ``suites/`` perfci should use.
+
+    Looking upward from the working directory first means that, inside
+    ``perfci bisect``, every commit is measured with its own kernels rather
+    than with whatever copy happens to be installed.
+    """
+    here = Path(start or os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "kernels" / "__init__.py").is_file() and (candidate / "suites").is_dir():
+            return candidate
+    return Path(__file__).resolve().parent.parent
+
+
+def resolve_suite_path(name_or_path: str, root: Path | None = None) -> Path:
+    if name_or_path in BUILTIN_SUITES:
+        path = (root or project_root()) / "suites" / BUILTIN_SUITES[name_or_path]
+        if not path.is_file():
+            raise PerfciError(f"built-in suite '{name_or_path}' not found at {path}")
+        return path
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or os.sep in name_or_path:
+        if not path.is_file():
+            raise PerfciError(f"suite file {name_or_path} does not exist")
+        return path
+    known = ", ".join(sorted(BUILTIN_SUITES))
+    raise PerfciError(f"unknown suite '{name_or_path}'; built-in suites: {known} (or give a .toml path)")
+
+
+def load_suite(name_or_path: str, root: Path | None = None,
+               check: Callable[[CaseSpec], str | None] | None = None) -> Suite:
+    """Read, validate and expand a suite.
+
+    Args:
+        name_or_path: a built-in suite name or a path to a TOML file.
+        root: project root holding ``suites/`` (default: :func:`project_root`).
+        check: returns why a kernel cannot take a case, or None; defaults to
+            the backends' own checks. Tests pass their own.
+    """
+    path = resolve_suite_path(name_or_path, root)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise PerfciError(f"{path}: not valid TOML ({err})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise PerfciError(f"{path}: cannot read ({err})") from None
+    return parse_suite(data, str(path), check)
+
+
+def parse_suite(data: Mapping[str, object], path: str,
+                check: Callable[[CaseSpec], str | None] | None = None) -> Suite:
+    if check is None:
+        check = backend_check
+    unknown = set(data) - SUITE_KEYS
+    if unknown:
+        raise PerfciError(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}; "
+                          f"allowed: {', '.join(sorted(SUITE_KEYS))}")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise PerfciError(f"{path}: needs a 'name' string")
+    devices = tuple(_as_list(data.get("devices", ["cuda"]), f"{path}: 'devices'", str))
+    bad_devices = [d for d in devices if d not in ("cuda", "cpu")]
+    if bad_devices:
+        raise PerfciError(f"{path}: 'devices' may hold cuda and cpu, not {', '.join(bad_devices)}")
+    entries = data.get("cases")
+    if not isinstance(entries, list) or not entries:
+        raise PerfciError(f"{path}: needs at least one [[cases]] entry")
+    default_dtype = data.get("dtype", "bf16")
+    cases: list[CaseSpec] = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"{path}: [[cases]] entry {number}"
+        if not isinstance(entry, dict):
+            raise PerfciError(f"{where}: must be a table")
+        cases.extend(_expand_entry(entry, where, default_dtype, check))
+    seen: dict[tuple[str, str, str], int] = {}
+    for case in cases:
+        if case.key in seen:
+            raise PerfciError(f"{path}: case {' '.join(case.key)} is declared twice")
+        seen[case.key] = 1
+    return Suite(name=name, description=str(data.get("description", "")), path=path,
+                 devices=devices, cases=tuple(cases))
+
+
+def backend_check(spec: CaseSpec) -> str | None:
+    """Why the registered kernel cannot take ``spec``, or None."""
+    from perfci.backends import BACKENDS
+
+    backend = BACKENDS.get(spec.kernel)
+    if backend is None:
+        return f"unknown kernel '{spec.kernel}'; known: {', '.join(sorted(BACKENDS))}"
+    if spec.dtype not in backend.dtypes:
+        return f"{spec.kernel} does not support dtype {spec.dtype} (it takes {', '.join(backend.dtypes)})"
+    unknown = set(spec.variant) - set(backend.variant_keys)
+    if unknown:
+        allowed = ", ".join(sorted(backend.variant_keys)) or "none"
+        return f"{spec.kernel} has no variant key(s) {', '.join(sorted(unknown))} (allowed: {allowed})"
+    return backend.check(spec)
+
+
+def _as_list(value: object, where: str, kind: type) -> list:
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        # bool is an int in Python; a suite saying M = true is a mistake.
+        if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
+            raise PerfciError(f"{where}: expected {kind.__name__} value(s), got {item!r}")
+    return items
+
+
+def _expand_entry(entry: Mapping[str, object], where: str, default_dtype: object,
+                  check: Callable[[CaseSpec], str | None]) -> Iterable[CaseSpec]:
+    unknown = set(entry) - ENTRY_KEYS
+    if unknown:
+        raise PerfciError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                          f"allowed: {', '.join(sorted(ENTRY_KEYS))}")
+    for required in ("kernel", "M", "N", "K"):
+        if required not in entry:
+            raise PerfciError(f"{where}: missing '{required}'")
+    kernels = _as_list(entry["kernel"], f"{where}: 'kernel'", str)
+    dims = [_as_list(entry[d], f"{where}: '{d}'", int) for d in ("M", "N", "K")]
+    for axis, values in zip("MNK", dims):
+        if any(v <= 0 for v in values):
+            raise PerfciError(f"{where}: '{axis}' must be positive")
+    dtypes = _as_list(entry.get("dtype", default_dtype), f"{where}: 'dtype'", str)
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise PerfciError(f"{where}: unknown dtype '{dtype}'; known: {', '.join(DTYPES)}")
+    if "variant" in entry and "variants" in entry:
+        raise PerfciError(f"{where}: give 'variant' or 'variants', not both")
+    variants = entry.get("variants", [entry["variant"]] if "variant" in entry else [{}])
+    variants = _as_list(variants, f"{where}: 'variants'", dict)
+    weight = entry.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
+        raise PerfciError(f"{where}: 'weight' must be a positive number")
+    group = str(entry.get("group", ""))
+    for kernel, variant, m, n, k, dtype in itertools.product(kernels, variants, *dims, dtypes):
+        spec = CaseSpec(kernel=kernel, m=m, n=n, k=k, dtype=dtype, variant=dict(variant),
+                        weight=float(weight), group=group)
+        reason = check(spec)
+        if reason:
+            raise PerfciError(f"{where}: {spec.label} {spec.shape} {dtype}: {reason}")
+        yield spec
+
+
+# --------------------------------------------------------------------------- selection
+
+_CONDITION = re.compile(r"^\s*(kernel|group|dtype|shape|M|N|K)\s*(==|=|!=|<=|>=|<|>|~)\s*(\S.*?)\s*$")
+_OPS: dict[str, Callable[[object, object], bool]] = {
+    "=": operator.eq, "==": operator.eq, "!=": operator.ne,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+def make_filter(expression: str) -> Callable[[CaseSpec], bool]:
+    """Turn ``--filter`` text into a predicate.
+
+    Comma-separated conditions must all hold. A condition is ``FIELD OP VALUE``
+    (fields kernel, group, dtype, shape, M, N, K; ops = != < <= > >= and ~ for
+    a glob), or a bare glob matched against "kernel shape dtype group".
+    Examples: ``M<=16``, ``kernel~splitk*,dtype=bf16``, ``*m_fast=1*``.
+    """
+    predicates = [_condition(part) for part in expression.split(",") if part.strip()]
+    if not predicates:
+        raise PerfciError(f"--filter '{expression}' has no condition")
+    return lambda spec: all(p(spec) for p in predicates)
+
+
+def _condition(text: str) -> Callable[[CaseSpec], bool]:
+    match = _CONDITION.match(text)
+    if not match:
+        pattern = text.strip()
+        if not any(ch in pattern for ch in "*?["):
+            pattern = f"*{pattern}*"
+        return lambda s: fnmatch.fnmatchcase(f"{s.label} {s.shape} {s.dtype} {s.group}", pattern)
+    field, op, value = match.groups()
+    if field in ("M", "N", "K"):
+        try:
+            number = int(value)
+        except ValueError:
+            raise PerfciError(f"--filter: {field} needs an integer, got '{value}'") from None
+        if op == "~":
+            raise PerfciError(f"--filter: use = < > with {field}, not ~")
+        attr = field.lower()
+        return lambda s: _OPS[op](getattr(s, attr), number)
+    getter = {"kernel": lambda s: s.label, "group": lambda s: s.group,
+              "dtype": lambda s: s.dtype, "shape": lambda s: s.shape}[field]
+    if op == "~":
+        return lambda s: fnmatch.fnmatchcase(getter(s), value)
+    if op not in ("=", "==", "!="):
+        raise PerfciError(f"--filter: {field} compares with =, != or ~, not {op}")
+    return lambda s: _OPS[op](getter(s), value)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (1-based, as CI matrices count) -> (I, N)."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match:
+        raise PerfciError(f"--shard '{text}' must look like I/N, e.g. 2/4")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise PerfciError(f"--shard {text}: I must be between 1 and N")
+    return index, count
+
+
+def select_cases(cases: Sequence[CaseSpec], filter_expr: str | None = None,
+                 shard: tuple[int, int] | None = None) -> list[CaseSpec]:
+    """Filter, then take every N-th case so shards get a similar mix of sizes."""
+    chosen = list(cases)
+    if filter_expr:
+        keep = make_filter(filter_expr)
+        chosen = [c for c in chosen if keep(c)]
+    if shard:
+        index, count = shard
+        chosen = chosen[index - 1::count]
+    return chosen

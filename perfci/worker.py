@@ -1,0 +1,204 @@
+"""One case, measured in a process of its own: ``python -m perfci.worker REQUEST RESULT``.
+
+The runner starts a fresh worker per case, so a crash, a hang or an
+out-of-memory error costs one case, and no compiled-kernel cache, allocator
+state or clock history leaks from one case into the next. The worker reads a
+JSON request, writes a JSON result (atomically), and exits 0 whenever it could
+say what happened, including 'fail' and 'error' outcomes.
+
+Steps, in order: prepare inputs -> correctness gate -> (graph capture) ->
+warm up until the clock settles -> repeats x iterations -> result.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict
+
+from perfci.model import CaseSpec
+from perfci.timing import EventMarks, HostMarks, clock_settled, median, time_iterations
+
+
+def spec_from_dict(data: dict) -> CaseSpec:
+    return CaseSpec(kernel=data["kernel"], m=data["m"], n=data["n"], k=data["k"],
+                    dtype=data["dtype"], variant=dict(data.get("variant") or {}),
+                    weight=data.get("weight", 1.0), group=data.get("group", ""))
+
+
+def relative_error(torch, out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64; NaN anywhere (an unwritten element) is infinite."""
+    out64, ref64 = out.detach().double().cpu(), ref.detach().double().cpu()
+    if not torch.isfinite(out64).all():
+        return math.inf
+    denom = torch.linalg.vector_norm(ref64).item() or 1.0
+    return torch.linalg.vector_norm(out64 - ref64).item() / denom
+
+
+def measure(request: dict) -> dict:
+    device = request["device"]
+    if device == "cpu":
+        # Must be set before triton is imported: the interpreter is chosen at import.
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+
+    from perfci.backends import get_backend
+    from perfci.envinfo import collect_environment, device_cache_bytes, flush_bytes
+    from perfci.telemetry import Sampler, open_source
+
+    spec = spec_from_dict(request["spec"])
+    env = collect_environment(device)
+    result: dict = {"env": asdict(env), "status": "error", "message": "", "repeats": []}
+    gpu = device == "cuda"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    torch_device = torch.device("cuda", 0) if gpu else torch.device("cpu")
+
+    backend = get_backend(spec.kernel)
+    try:
+        prepared = backend.prepare(spec, torch_device, int(request["seed"]))
+    except ValueError as err:
+        # The kernel cannot run here (fp8 on a GPU without it, bf16 in the interpreter).
+        result.update(status="skip", message=str(err))
+        return result
+
+    # Correctness gate: poisoned output, fresh random-normal inputs, fp32 reference.
+    prepared.poison()
+    prepared.run()
+    sync()
+    reference = prepared.reference()
+    error = relative_error(torch, prepared.output, reference)
+    result["rel_error"] = error
+    if not error <= prepared.tolerance:
+        result.update(status="fail", message=f"output differs from the fp32 reference: "
+                      f"relative error {error:.3g} > tolerance {prepared.tolerance:.3g}")
+        return result
+
+    timed = prepared.run
+    launch = "eager"
+    if gpu and request.get("launch", "auto") in ("auto", "graph"):
+        try:
+            timed = _capture_graph(torch, prepared.run)
+            launch = "graph"
+            # The graph must write the same output the eager launch did.
+            prepared.poison()
+            timed()
+            sync()
+            graph_error = relative_error(torch, prepared.output, reference)
+            if not graph_error <= prepared.tolerance:
+                result.update(status="fail", message=f"graph replay output wrong: relative error {graph_error:.3g}")
+                return result
+        except Exception as err:  # noqa: BLE001 - some launches can't be captured; eager is still right
+            if request.get("launch") == "graph":
+                raise
+            timed, launch = prepared.run, "eager"
+            result["launch_note"] = f"graph capture failed ({type(err).__name__}); timed eager launches"
+    result["launch"] = launch
+
+    flush = None
+    if gpu:
+        props = torch.cuda.get_device_properties(0)
+        nbytes = flush_bytes(device_cache_bytes(props, env.arch))
+        scratch = torch.empty(nbytes, dtype=torch.uint8, device=torch_device)
+        flush = scratch.zero_
+        result["flush_bytes"] = nbytes
+
+    source = open_source(env.vendor if gpu else "cpu", 0)
+    try:
+        warm = _warm_up(timed, flush, sync, source, request["warmup_min_s"], request["warmup_max_s"])
+        result["warmup"] = warm
+        iters, repeats = int(request["iters"]), int(request["repeats"])
+        samples = []
+        with Sampler(source) as sampler:
+            for _ in range(repeats):
+                window = sampler.window()
+                marks = EventMarks(iters, torch) if gpu else HostMarks(iters)
+                times = time_iterations(timed, marks, iters, flush)
+                summary = window.stop()
+                samples.append({
+                    "median_us": median(times), "iters_us": times,
+                    "sclk_mhz": summary.sclk_mhz, "temp_c": summary.temp_c,
+                    "power_w": summary.power_w, "throttled": summary.throttled,
+                })
+    finally:
+        source.close()
+    result.update(status="ok", repeats=samples, iters=iters)
+    return result
+
+
+def _capture_graph(torch, run):
+    """Capture one launch in a device graph; replaying it costs one cheap launch."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()  # capture needs allocator and library handles created off the graph
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    torch.cuda.synchronize()
+    return graph.replay
+
+
+def _warm_up(run, flush, sync, source, min_s: float, max_s: float) -> dict:
+    """Launch in growing batches until the clock settles (or ``max_s`` passes).
+
+    Each batch is synchronised, so the host never queues seconds of work ahead
+    of the device, and batches grow towards ~50 ms so the clock reading after
+    each one reflects the load rather than the gaps.
+    """
+    clocks: list[float | None] = []
+    start = time.perf_counter()
+    batch, batches = 1, 0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            if flush is not None:
+                flush()
+            run()
+        sync()
+        took = time.perf_counter() - t0
+        batches += 1
+        clocks.append(source.read().sclk_mhz)
+        elapsed = time.perf_counter() - start
+        no_clock = all(c is None for c in clocks)
+        if elapsed >= max_s:
+            break
+        if elapsed >= min_s and (clock_settled(clocks) or (no_clock and batches >= 3)):
+            break
+        batch = max(1, min(batch * 4, int(batch * 0.05 / took) if took > 0 else batch * 4))
+    settled = clock_settled(clocks)
+    return {"seconds": round(time.perf_counter() - start, 3), "batches": batches,
+            "settled": settled, "last_sclk_mhz": clocks[-1] if clocks else None}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m perfci.worker REQUEST.json RESULT.json", file=sys.stderr)
+        return 2
+    with open(argv[0], encoding="utf-8") as fh:
+        request = json.load(fh)
+    try:
+        result = measure(request)
+    except Exception as err:  # noqa: BLE001 - any failure becomes this case's 'error' row
+        oom = "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
+        message = "out of memory" if oom else f"{type(err).__name__}: {err}"
+        traceback.print_exc()  # goes to the worker's log for whoever investigates
+        result = {"status": "error", "message": " ".join(message.split())[:500], "repeats": []}
+    tmp = argv[1] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, default=_json_default)
+    os.replace(tmp, argv[1])
+    return 0
+
+
+def _json_default(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
