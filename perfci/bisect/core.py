@@ -1,0 +1,351 @@
+"""The decisions of ``perfci bisect``, with no git, files, printing or processes.
+
+Everything here takes and returns plain values, so the tests can drive a whole
+search by hand. The IO edge (:mod:`perfci.bisect.session`) measures commits and
+feeds the numbers in; this module says what they mean and what to measure next.
+
+Conventions:
+  * ``commits`` is the ordered list of candidates, oldest first, *excluding* GOOD
+    and *including* BAD as its last element. Index -1 stands for GOOD.
+  * Metrics are oriented so that lower is better; callers negate
+    higher-is-better metrics once at the edge (see :func:`oriented`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping, Sequence
+
+
+class Verdict(str, Enum):
+    GOOD = "good"
+    BAD = "bad"
+    UNSURE = "unsure"  # measured, but between the bands: take more samples
+    SKIP = "skip"  # could not be built or measured, or stayed unsure
+
+
+@dataclass(frozen=True)
+class Samples:
+    """What one commit produced: the metric of each run that worked, and how many failed."""
+
+    values: tuple[float, ...] = ()
+    failures: int = 0
+
+    @property
+    def attempts(self) -> int:
+        return len(self.values) + self.failures
+
+    @property
+    def median(self) -> float | None:
+        return median(self.values) if self.values else None
+
+    def plus(self, other: "Samples") -> "Samples":
+        return Samples(self.values + other.values, self.failures + other.failures)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """One commit's verdict against the GOOD and BAD samples.
+
+    ``position`` is where the commit's median sits on the GOOD (0) -> BAD (1) gap;
+    ``p_value`` is the one-sided Mann-Whitney p that backs the verdict (the test
+    against the *opposite* endpoint), so ``1 - p_value`` is the verdict's confidence.
+    """
+
+    verdict: Verdict
+    position: float | None = None
+    p_value: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineCheck:
+    """Is GOOD -> BAD a real slowdown worth bisecting?"""
+
+    real: bool
+    swapped: bool  # GOOD is significantly *worse* than BAD
+    p_value: float
+    effect_pct: float  # (median BAD - median GOOD) / |median GOOD|, in oriented units
+    message: str
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """Verdicts so far over ``commits`` (see the module docstring for the layout)."""
+
+    commits: tuple[str, ...]
+    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+
+    def with_verdict(self, sha: str, verdict: Verdict) -> "SearchState":
+        merged = dict(self.verdicts)
+        merged[sha] = verdict
+        return SearchState(self.commits, merged)
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """(index of the newest commit known good, index of the oldest known bad after it).
+
+        The culprit lies in ``commits[lo + 1 : hi + 1]``. A good verdict newer than
+        a bad one is a contradiction of noisy measurements; the bad one wins for
+        the upper bound and the lower bound stays below it, so the search keeps a
+        non-empty range instead of failing.
+        """
+        hi = len(self.commits) - 1
+        for i, sha in enumerate(self.commits):
+            if self.verdicts.get(sha) == Verdict.BAD:
+                hi = i
+                break
+        lo = -1
+        for i in range(hi - 1, -1, -1):
+            if self.verdicts.get(self.commits[i]) == Verdict.GOOD:
+                lo = i
+                break
+        return lo, hi
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        lo, hi = self.bounds
+        return self.commits[lo + 1 : hi + 1]
+
+    @property
+    def unmeasured(self) -> tuple[str, ...]:
+        """Commits in range that still need a verdict (the first bad is known bad already)."""
+        lo, hi = self.bounds
+        return tuple(
+            sha for sha in self.commits[lo + 1 : hi] if self.verdicts.get(sha) not in (Verdict.SKIP,)
+        )
+
+    @property
+    def done(self) -> bool:
+        return not self.unmeasured
+
+    @property
+    def culprit(self) -> str | None:
+        """The first bad commit, once every commit between it and the last good one is settled."""
+        lo, hi = self.bounds
+        if hi - lo == 1:
+            return self.commits[hi]
+        return None
+
+
+def oriented(value: float, higher_is_better: bool) -> float:
+    """Map a metric so that lower is always better (throughput -> negative throughput)."""
+    return -value if higher_is_better else value
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("median of no values")
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
+def _mann_whitney_less(x: Sequence[float], y: Sequence[float]) -> float:
+    """One-sided p that ``x`` tends to be smaller than ``y``."""
+    from scipy.stats import mannwhitneyu
+
+    return float(mannwhitneyu(list(x), list(y), alternative="less").pvalue)
+
+
+def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: float = 0.01) -> BaselineCheck:
+    """Decide whether GOOD -> BAD is a real slowdown: significant *and* larger than the floor.
+
+    Args:
+        good, bad: oriented samples (lower is better) of the two endpoints.
+        min_effect_pct: the smallest slowdown, in percent of GOOD's median, worth a bisect.
+        alpha: one-sided Mann-Whitney level. 0.01 needs at least 4 clean samples a side,
+            which the default of 5 repeats gives.
+
+    Returns:
+        A :class:`BaselineCheck` whose ``message`` states the numbers either way.
+    """
+    if len(good.values) < 2 or len(bad.values) < 2:
+        raise ValueError("need at least two samples at each endpoint")
+    g, b = median(good.values), median(bad.values)
+    effect = (b - g) / abs(g) * 100.0 if g else math.inf
+    p_slower = _mann_whitney_less(good.values, bad.values)
+    p_faster = _mann_whitney_less(bad.values, good.values)
+    numbers = (
+        f"GOOD median {g:.6g} (n={len(good.values)}), BAD median {b:.6g} (n={len(bad.values)}), "
+        f"change {effect:+.2f}%"
+    )
+    if p_faster < alpha and effect < -min_effect_pct:
+        return BaselineCheck(False, True, p_faster, effect,
+                             f"GOOD is slower than BAD ({numbers}, p={p_faster:.3g}): the endpoints look swapped")
+    if p_slower >= alpha:
+        return BaselineCheck(False, False, p_slower, effect,
+                             f"no significant difference between GOOD and BAD ({numbers}, p={p_slower:.3g} >= {alpha})")
+    if effect < min_effect_pct:
+        return BaselineCheck(False, False, p_slower, effect,
+                             f"the difference is real but below --min-effect {min_effect_pct:g}% ({numbers})")
+    return BaselineCheck(True, False, p_slower, effect, f"{numbers}, p={p_slower:.3g}")
+
+
+def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05) -> Classification:
+    """Good, bad or unsure: which endpoint does this commit look like?
+
+    The rule needs two things to agree. The commit's median must sit on one side
+    of the midpoint of the GOOD -> BAD gap (a position near 0.5 is exactly what a
+    noisy measurement of either would rarely produce), and its samples must be
+    significantly different from the *other* endpoint (one-sided Mann-Whitney at
+    ``alpha``). A commit that passes neither or both gets ``UNSURE``, and the
+    caller doubles its samples. With five samples a side the smallest one-sided
+    p is 1/252, so a clean 5% step over 1% noise is decided on the first round.
+
+    Args:
+        samples, good, bad: oriented samples (lower is better).
+        alpha: level of the one-sided test against the opposite endpoint.
+    """
+    if len(samples.values) < 2:
+        return Classification(Verdict.SKIP, reason=f"only {len(samples.values)} of {samples.attempts} runs worked")
+    if samples.failures > len(samples.values):
+        return Classification(Verdict.SKIP, reason=f"{samples.failures} of {samples.attempts} runs failed")
+    g, b = median(good.values), median(bad.values)
+    gap = b - g
+    if gap <= 0:
+        raise ValueError("classify needs BAD slower than GOOD")
+    x = median(samples.values)
+    position = (x - g) / gap
+    if position < 0.5:
+        p = _mann_whitney_less(samples.values, bad.values)
+        if p < alpha:
+            return Classification(Verdict.GOOD, position, p, f"at {position:.0%} of the gap, below BAD (p={p:.2g})")
+    else:
+        p = _mann_whitney_less(good.values, samples.values)
+        if p < alpha:
+            return Classification(Verdict.BAD, position, p, f"at {position:.0%} of the gap, above GOOD (p={p:.2g})")
+    return Classification(Verdict.UNSURE, position, p, f"at {position:.0%} of the gap, not separated (p={p:.2g})")
+
+
+def next_repeats(current: int, max_repeats: int) -> int:
+    """How many samples an unsure commit should have next: double, capped; 0 means give up."""
+    if current >= max_repeats:
+        return 0
+    return min(max(current * 2, current + 1), max_repeats)
+
+
+def choose_next(state: SearchState, count: int = 1) -> tuple[str, ...]:
+    """The commits to measure next, ``count`` at a time, cutting the range (count+1)-fold.
+
+    Skipped commits are never proposed again; when a split point lands on one,
+    the nearest unmeasured commit is taken instead, as ``git bisect skip`` does.
+
+    Args:
+        state: verdicts so far.
+        count: how many commits can be measured at once (``--jobs``).
+
+    Returns:
+        Up to ``count`` distinct shas in commit order; empty when the search is done.
+    """
+    pending = [sha for sha in state.unmeasured if sha not in state.verdicts]
+    if not pending:
+        return ()
+    count = max(1, min(count, len(pending)))
+    lo, hi = state.bounds
+    width = hi - lo  # positions lo+1 .. hi-1 are open
+    index_of = {sha: i for i, sha in enumerate(state.commits)}
+    chosen: list[str] = []
+    for k in range(1, count + 1):
+        target = lo + width * k / (count + 1)
+        remaining = [sha for sha in pending if sha not in chosen]
+        best = min(remaining, key=lambda sha: (abs(index_of[sha] - target), index_of[sha]))
+        chosen.append(best)
+    return tuple(sorted(chosen, key=index_of.__getitem__))
+
+
+def steps_left(state: SearchState, jobs: int = 1) -> int:
+    """Rounds of measurement still expected, for the progress line's ETA."""
+    open_commits = len(state.unmeasured)
+    if open_commits <= 0:
+        return 0
+    return max(1, math.ceil(math.log(open_commits + 1) / math.log(jobs + 1)))
+
+
+def hodges_lehmann(before: Sequence[float], after: Sequence[float], resamples: int = 2000,
+                   confidence: float = 0.95, seed: int = 0) -> Interval:
+    """Shift from ``before`` to ``after`` in percent of ``before``'s median, with a bootstrap interval.
+
+    The Hodges-Lehmann estimate (median of all pairwise differences) is the shift
+    the Mann-Whitney test measures, so the number and the verdicts agree. The
+    seed is fixed so that a report is reproducible from its samples.
+    """
+    import numpy as np
+
+    a = np.asarray(before, dtype=float)
+    b = np.asarray(after, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("need samples on both sides")
+    scale = abs(float(np.median(a))) or 1.0
+
+    def shift(x, y):
+        return float(np.median(np.subtract.outer(y, x))) / scale * 100.0
+
+    rng = np.random.default_rng(seed)
+    boots = np.empty(resamples)
+    for i in range(resamples):
+        boots[i] = shift(rng.choice(a, a.size), rng.choice(b, b.size))
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(boots, [tail, 100.0 - tail])
+    return Interval(shift(a, b), float(low), float(high))
+
+
+def verdict_confidence(classifications: Sequence[Classification]) -> float:
+    """Chance that every decisive verdict was right, treating each ``1 - p`` as independent.
+
+    A rough but conservative summary: the culprit is right if all the good/bad
+    calls on the way to it were right.
+    """
+    confidence = 1.0
+    for c in classifications:
+        if c.verdict in (Verdict.GOOD, Verdict.BAD) and c.p_value is not None:
+            confidence *= 1.0 - c.p_value
+    return confidence
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One measured commit as the report shows it. ``samples`` hold raw (unoriented) values."""
+
+    sha: str
+    order: int  # position in history: 0 is GOOD, len(commits) is BAD
+    subject: str
+    samples: Samples
+    classification: Classification
+    reason: str = ""  # why it was skipped, when it was
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    """Everything a renderer needs; produced by the session, rendered by :mod:`report`."""
+
+    status: str  # "culprit" | "all-skipped" | "no-difference" | "swapped"
+    message: str
+    good: StepRecord
+    bad: StepRecord
+    steps: tuple[StepRecord, ...] = ()
+    commits_total: int = 0
+    culprit: Mapping[str, str] | None = None  # sha, subject, author, date
+    culprit_diffstat: str = ""
+    candidates: tuple[str, ...] = ()
+    baseline: BaselineCheck | None = None
+    step_interval: Interval | None = None  # GOOD -> BAD, percent
+    culprit_interval: Interval | None = None  # last good -> first bad, percent
+    confidence: float | None = None
+    metric: str = ""
+    higher_is_better: bool = False
+    bench_runs: int = 0  # bench invocations this session (cached ones excluded)
+    bisect_log: str = ""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return {"culprit": 0, "all-skipped": 2}.get(self.status, 3)
