@@ -124,8 +124,10 @@ def _split_command(args) -> None:
         cut = words.index("--")
         ours, words = words[:cut], words[cut + 1:]
         if ours:
+            # Re-parsing resets the positionals to their defaults; keep the ones already read.
+            good, bad = args.good, args.bad
             args._bisect_parser.parse_args(ours, namespace=args)
-            args.command = words
+            args.good, args.bad = good, bad
     args.command = words
 
 

@@ -401,4 +401,4 @@ def commit_info(repo, sha: str) -> dict:
 
 
 def diff_stat(repo, sha: str) -> str:
-    return git_run(repo, "show", "--stat", "--format=", "--first-parent", sha, check=False).strip()
+    return git_run(repo, "show", "--stat", "--format=", "--first-parent", sha, check=False).strip("\n")
