@@ -179,7 +179,7 @@ class Sampler:
             with sampler.window() as w2: run_repeat()
             summary2 = w2.summary
 
-    A window holds the samples whose read *started* inside it. A window too
+    A window holds the samples whose read *finished* inside it. A window too
     short to catch one (or a slow CLI source) gets the latest sample taken
     before it ended instead, so a repeat is never left without a value when the
     source can read one. Samples are kept only while a window is open, so a
@@ -251,12 +251,15 @@ class Sampler:
                     self.errors.append(message)
                     log.warning("telemetry source %s failed: %s", getattr(self.source, "name", "?"), message)
                 reading = NULL_READING
+            # Stamped when the value arrived: a slow CLI read describes the GPU
+            # as of its end more than as of its start.
+            finished = time.monotonic()
             with self._lock:
                 if self._open_windows:
-                    self._samples.append((started, reading))
+                    self._samples.append((finished, reading))
                 else:
-                    self._samples = [(started, reading)]
-            elapsed = time.monotonic() - started
+                    self._samples = [(finished, reading)]
+            elapsed = finished - started
             self._stop.wait(max(0.0, self.interval_s - elapsed))
 
 
@@ -325,7 +328,10 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = NVIDIA_SMI_FIELDS) -
     columns = [c.strip() for c in lines[0].split(",")]
     has_header = not any(_leading_float(c) is not None or c.lower().startswith("0x") for c in columns)
     if has_header:
-        names = [_NVSMI_HEADER_ALIASES.get(re.sub(r"\s*\[.*?\]\s*$", "", c), re.sub(r"\s*\[.*?\]\s*$", "", c)) for c in columns]
+        bare = [re.sub(r"\s*\[.*?\]\s*$", "", c) for c in columns]
+        names = [_NVSMI_HEADER_ALIASES.get(c, c) for c in bare]
+        if not set(names) & set(NVIDIA_SMI_FIELDS):
+            return []  # not a query we understand (or not nvidia-smi output at all)
         lines = lines[1:]
     else:
         names = list(fields)
