@@ -190,20 +190,22 @@ def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: f
     return BaselineCheck(True, False, p_slower, effect, f"{numbers}, p={p_slower:.3g}")
 
 
-def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05) -> Classification:
+def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
+             alpha_between: float = 0.01) -> Classification:
     """Good, bad or unsure: which endpoint does this commit look like?
 
     The rule needs two things to agree. The commit's median must sit on one side
     of the midpoint of the GOOD -> BAD gap (a position near 0.5 is exactly what a
     noisy measurement of either would rarely produce), and its samples must be
     significantly different from the *other* endpoint (one-sided Mann-Whitney at
-    ``alpha``). A commit that passes neither or both gets ``UNSURE``, and the
+    ``alpha``) but not from both at ``alpha_between``. Otherwise it is ``UNSURE``, and the
     caller doubles its samples. With five samples a side the smallest one-sided
     p is 1/252, so a clean 5% step over 1% noise is decided on the first round.
 
     Args:
         samples, good, bad: oriented samples (lower is better).
         alpha: level of the one-sided test against the opposite endpoint.
+        alpha_between: level at which "different from both endpoints" makes it unsure.
     """
     if len(samples.values) < 2:
         return Classification(Verdict.SKIP, reason=f"only {len(samples.values)} of {samples.attempts} runs worked")
@@ -215,15 +217,22 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05)
         raise ValueError("classify needs BAD slower than GOOD")
     x = median(samples.values)
     position = (x - g) / gap
+    # Significantly away from *both* endpoints is an intermediate value (a partial
+    # slowdown, or a noisy burst): neither verdict is safe. The strict level keeps
+    # a commit equal to its endpoint from landing here more than ~1% of the time.
+    p_above_good = _mann_whitney_less(good.values, samples.values)
+    p_below_bad = _mann_whitney_less(samples.values, bad.values)
+    between = p_above_good < alpha_between and p_below_bad < alpha_between
     if position < 0.5:
-        p = _mann_whitney_less(samples.values, bad.values)
-        if p < alpha:
+        p = p_below_bad
+        if p < alpha and not between:
             return Classification(Verdict.GOOD, position, p, f"at {position:.0%} of the gap, below BAD (p={p:.2g})")
     else:
-        p = _mann_whitney_less(good.values, samples.values)
-        if p < alpha:
+        p = p_above_good
+        if p < alpha and not between:
             return Classification(Verdict.BAD, position, p, f"at {position:.0%} of the gap, above GOOD (p={p:.2g})")
-    return Classification(Verdict.UNSURE, position, p, f"at {position:.0%} of the gap, not separated (p={p:.2g})")
+    why = "apart from both GOOD and BAD" if between else f"not separated (p={p:.2g})"
+    return Classification(Verdict.UNSURE, position, p, f"at {position:.0%} of the gap, {why}")
 
 
 def next_repeats(current: int, max_repeats: int) -> int:

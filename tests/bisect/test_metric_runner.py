@@ -1,0 +1,114 @@
+"""Reading metrics, and running commands with timeouts and the cache."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perfci.bisect.core import Samples
+from perfci.bisect.metric import (
+    MetricError, MetricSpec, extract, from_csv, from_json, from_regex, last_number, out_path_from_command,
+)
+from perfci.bisect.runner import BenchSpec, Cache, bench_once, run_command
+
+CSV = """kernel,shape,dtype,median_us,status
+matmul_tiled,4096x4096x4096,fp16,812.5,ok
+matmul_tiled,4096x4096x4096,bf16,820.0,ok
+gemv,1x4096x4096,fp16,,fail
+"""
+
+
+def test_last_number_ignores_words_with_digits():
+    assert last_number("gpu0 sm_90 run 3 of 5\ntime: 1.25e-3 s (x86_64)\n") == pytest.approx(1.25e-3)
+    with pytest.raises(MetricError):
+        last_number("no numbers at all")
+
+
+def test_regex_takes_first_group_of_last_match():
+    text = "iter tflops=1.0\niter tflops=2.5\n"
+    assert from_regex(text, r"tflops=([\d.]+)") == 2.5
+    with pytest.raises(MetricError):
+        from_regex(text, r"latency=([\d.]+)")
+
+
+def test_json_path_with_list_index_and_log_lines():
+    text = 'compiling...\n{"results": [{"t": 3}, {"t": 4.5}]}\n'
+    assert from_json(text, "results.1.t") == 4.5
+    with pytest.raises(MetricError, match="no key"):
+        from_json(text, "results.1.missing")
+    with pytest.raises(MetricError, match="not JSON"):
+        from_json("plain text", "a")
+
+
+def test_csv_case_exact_substring_ambiguous_and_failed(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(CSV)
+    assert from_csv(path, "median_us", "matmul_tiled,4096x4096x4096,bf16") == 820.0
+    assert from_csv(path, "median_us", "4096x4096x4096 fp16") == 812.5
+    with pytest.raises(MetricError, match="matches 2 rows"):
+        from_csv(path, "median_us", "matmul_tiled")
+    with pytest.raises(MetricError, match="status"):
+        from_csv(path, "median_us", "gemv")
+    with pytest.raises(MetricError, match="no row"):
+        from_csv(path, "median_us", "persistent")
+    with pytest.raises(MetricError, match="no column"):
+        from_csv(path, "tflops", "gemv")
+
+
+def test_out_path_from_perfci_run_command():
+    assert out_path_from_command(["perfci", "run", "smoke", "--out", "r.csv"]) == "r.csv"
+    assert out_path_from_command(["perfci", "run", "--out=x/y.csv"]) == "x/y.csv"
+    assert out_path_from_command(["./bench.sh"]) is None
+
+
+def test_extract_reads_csv_relative_to_the_tree(tmp_path):
+    (tmp_path / "r.csv").write_text(CSV)
+    spec = MetricSpec(csv_column="median_us", case="bf16", csv_file="r.csv")
+    assert extract(spec, "", tmp_path) == 820.0
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {pid_file}; wait"
+    start = time.monotonic()
+    result = run_command(["bash", "-c", script], tmp_path, timeout=1.0)
+    assert result.returncode is None and "timed out" in result.failure_reason("bench")
+    assert time.monotonic() - start < 10
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(grandchild, 0)
+
+
+def test_bench_once_failures_are_reasons_not_exceptions(tmp_path):
+    env = dict(os.environ)
+    ok = BenchSpec((sys.executable, "-c", "print('t 1.5')"), None, MetricSpec())
+    assert bench_once(ok, tmp_path, env).value == 1.5
+    crash = BenchSpec((sys.executable, "-c", "raise SystemExit(3)"), None, MetricSpec())
+    assert "exited 3" in bench_once(crash, tmp_path, env).reason
+    silent = BenchSpec((sys.executable, "-c", "print('done')"), None, MetricSpec())
+    assert bench_once(silent, tmp_path, env).reason == "no number on stdout"
+    missing = BenchSpec((str(tmp_path / "nope.sh"),), None, MetricSpec())
+    assert "could not start" in bench_once(missing, tmp_path, env).reason
+
+
+def test_stale_csv_is_a_failed_run(tmp_path):
+    (tmp_path / "r.csv").write_text(CSV)
+    spec = BenchSpec(("true",), None, MetricSpec(csv_column="median_us", case="bf16", csv_file="r.csv"))
+    assert "did not rewrite" in bench_once(spec, tmp_path, dict(os.environ)).reason
+
+
+def test_cache_round_trips_and_keys_on_build_and_command(tmp_path):
+    path = tmp_path / "cache.json"
+    spec = BenchSpec(("./bench.py",), None, MetricSpec())
+    cache = Cache(path)
+    cache.put(spec.cache_key("abc"), "abc", Samples((1.0, 2.0), 1))
+    again = Cache(path)
+    assert again.get(spec.cache_key("abc")) == Samples((1.0, 2.0), 1)
+    assert spec.cache_key("abc") != BenchSpec(("./bench.py",), "make", MetricSpec()).cache_key("abc")
+    assert spec.cache_key("abc") != BenchSpec(("./bench.py", "-v"), None, MetricSpec()).cache_key("abc")
+    Path(path).write_text("{torn")
+    assert Cache(path).get(spec.cache_key("abc")) == Samples()
