@@ -1,0 +1,471 @@
+"""The verdicts of ``perfci compare``: two result tables in, a frozen Comparison out.
+
+Pure: no printing, no files. Renderers (:mod:`perfci.compare_render`) and the
+command line (:mod:`perfci.compare_cli`) sit on top.
+
+How a case is judged
+--------------------
+1. **Space.** Per repeat, log time; when both sides carry a core clock for every
+   repeat, add ``e * log(clock)``, where ``e`` is the case's clock exponent from
+   its arithmetic intensity (1 compute-bound → cycles, 0 memory-bound → time,
+   partial in between; see :func:`perfci.noise.clock_exponent`).
+2. **Common mode.** Every case's shift is split into a suite-wide part and a
+   residual. The suite-wide part is robust (medians) and has a memory-side and a
+   clock-side component, so a clock swing that only compute-bound cases feel is
+   still removed when clocks were not recorded. The common mode is reported on
+   its own line and judged on its own (see *Policy*).
+3. **Test.** Mann–Whitney U on the repeats, base against cur minus the common
+   mode; Benjamini–Hochberg across every tested case of the suite.
+4. **Effect.** Hodges–Lehmann shift of the residual with its Moses interval;
+   the floor comes from the noise profile.
+
+Verdicts: ``regressed`` = significant after BH **and** the interval's lower end
+above +floor; ``improved`` mirrors it; ``unchanged`` = the interval lies inside
+±floor; ``inconclusive`` = anything else (significant but straddling the floor,
+a wide interval, too few repeats to ever reach significance). ``broken`` = ok in
+base, fail/error/timeout in cur. ``added``/``removed`` = on one side only.
+
+Policy on suite-wide shifts
+---------------------------
+A case regresses only when it stands out from the common mode. The common mode
+itself gets a suite verdict: with clock telemetry on both sides (the shift is in
+cycles, so the core clock did not cause it), a shift beyond the profile's suite
+floor is a **suite-wide regression** and fails the gate like a case does.
+Without telemetry a suite-wide shift cannot be told apart from a clock swing, so
+it is reported and marked ``inconclusive`` (``--strict`` exits 3), never a
+regression.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from perfci import stats
+from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES
+from perfci.noise import NoiseProfile, clock_exponent, profile_for_arch
+from perfci.results import ResultRow, ResultTable
+
+VERDICTS = ("broken", "regressed", "inconclusive", "improved", "unchanged",
+            "fixed", "skipped", "added", "removed")
+# Order for "worst first": a broken kernel is worse than a slow one.
+SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
+FAILED = ("fail", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    alpha: float = 0.05  # false discovery rate across the suite
+    confidence: float = 0.95  # level of each case's interval
+    min_effect_pct: float | None = None  # overrides the profile's floor for every case
+    clock_normalize: bool = True
+    common_mode: bool = True
+    use_floor: bool = True
+    fdr: bool = True  # Benjamini–Hochberg; off only for ablations
+    arch: str | None = None  # overrides the arch read from the files
+    min_common_mode_cases: int = 6
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    kernel: str
+    shape: str
+    dtype: str
+    verdict: str
+    reason: str = ""
+    base_us: float | None = None  # medians of the repeats, raw time
+    cur_us: float | None = None
+    ratio: float | None = None  # raw cur/base of medians (>1 slower)
+    adj_ratio: float | None = None  # judged: clock-normalized, common mode removed (HL)
+    ci_low: float | None = None  # interval of adj_ratio
+    ci_high: float | None = None
+    p_value: float | None = None  # MWU, None when not tested
+    q_value: float | None = None  # after Benjamini–Hochberg
+    floor_pct: float | None = None
+    n_base: int = 0
+    n_cur: int = 0
+    clock_exponent: float | None = None
+    clock_normalized: bool = False
+    weight: float = 1.0
+    base_status: str = ""
+    cur_status: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kernel, self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class SuiteShift:
+    memory_pct: float  # common-mode shift of memory-bound cases, percent
+    compute_pct: float  # of compute-bound cases (cycles when clock-normalized)
+    overall_pct: float
+    method: str  # split | pooled | none
+    clock_normalized: bool
+    verdict: str  # regressed | improved | unchanged | inconclusive | n/a
+    floor_pct: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    counts: dict[str, int]
+    n_compared: int
+    geomean_ratio: float | None  # raw cur/base
+    geomean_adj_ratio: float | None
+    weighted_speedup: float | None  # Σw / Σ(w/s), w = weight·base time, s = base/cur
+    worst: tuple[tuple[str, str, str], ...]  # regressed/broken cases, worst first
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base_path: str
+    cur_path: str
+    arch: str
+    profile: NoiseProfile
+    options: CompareOptions
+    cases: tuple[CaseComparison, ...]
+    suite: SuiteShift
+    summary: Summary
+    threshold_only: bool
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def regressed(self) -> bool:
+        return (any(c.verdict in ("regressed", "broken") for c in self.cases)
+                or self.suite.verdict == "regressed")
+
+    @property
+    def inconclusive(self) -> bool:
+        return (any(c.verdict == "inconclusive" for c in self.cases)
+                or self.suite.verdict == "inconclusive")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def table_arch(table: ResultTable) -> str:
+    archs = [r.arch for r in table.rows if r.arch]
+    return max(set(archs), key=archs.count) if archs else ""
+
+
+def _exponent(row: ResultRow, arch: str) -> float | None:
+    eb = DTYPE_BYTES.get(row.dtype, 2)
+    ob = OUT_DTYPE_BYTES.get(row.dtype, 2)
+    return clock_exponent(arch, row.dtype, row.m, row.n, row.k, eb, ob)
+
+
+def _samples(row: ResultRow) -> np.ndarray:
+    values = row.repeats_us or ((row.median_us,) if row.median_us else ())
+    return np.log(np.asarray(values, dtype=float))
+
+
+def _clocks(row: ResultRow, n: int) -> np.ndarray | None:
+    """Per-repeat clocks when every repeat has one, else None."""
+    c = row.sclk_mhz
+    if len(c) != n or n == 0 or any(v is None for v in c):
+        return None
+    return np.log(np.asarray(c, dtype=float))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    base: ResultRow
+    cur: ResultRow
+    lb: np.ndarray  # log samples in the judged space
+    lc: np.ndarray
+    exponent: float  # 0 when unknown
+    exponent_known: bool
+    normalized: bool
+    shift: float  # HL shift before the common mode
+
+
+def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions) -> _Prepared:
+    lb, lc = _samples(b), _samples(c)
+    e = _exponent(b, arch)
+    known = e is not None
+    e = e or 0.0
+    # "normalized" means the case was judged with clock knowledge: compute-bound
+    # ones in cycles, memory-bound ones in time because the clock does not drive
+    # them. Either way it gets the clocked floor.
+    normalized = False
+    if opts.clock_normalize and known:
+        cb, cc = _clocks(b, lb.size), _clocks(c, lc.size)
+        if cb is not None and cc is not None:
+            lb, lc = lb + e * cb, lc + e * cc
+            normalized = True
+    shift = float(np.median(lc[:, None] - lb[None, :]))
+    return _Prepared(b, c, lb, lc, e, known, normalized, shift)
+
+
+def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOptions) -> list[_Prepared]:
+    cb = cur.by_key()
+    out = []
+    for b in base.rows:
+        c = cb.get(b.key)
+        if c is not None and b.status == "ok" and c.status == "ok" and b.median_us and c.median_us:
+            out.append(_prepare(b, c, arch, opts))
+    return out
+
+
+def _common_mode(prepared: Sequence[_Prepared], opts: CompareOptions) -> stats.CommonMode:
+    if not opts.common_mode or not prepared:
+        return stats.CommonMode(n_cases=len(prepared), method="none")
+    return stats.common_mode([p.shift for p in prepared], [p.exponent for p in prepared],
+                             min_cases=opts.min_common_mode_cases)
+
+
+def pair_residuals(base: ResultTable, cur: ResultTable, arch: str,
+                   opts: CompareOptions) -> list[tuple[float, float | None, bool]]:
+    """(residual log shift, clock exponent, judged with clocks) of every comparable case.
+
+    Used by :func:`perfci.noise.calibrate`, so a profile measures exactly the
+    quantity the floor is compared against.
+    """
+    prepared = _comparable(base, cur, arch, opts)
+    cm = _common_mode(prepared, opts)
+    return [(p.shift - cm.at(p.exponent), p.exponent if p.exponent_known else None, p.normalized)
+            for p in prepared]
+
+
+def suite_common_mode(base: ResultTable, cur: ResultTable, arch: str,
+                      opts: CompareOptions) -> stats.CommonMode:
+    return _common_mode(_comparable(base, cur, arch, opts), opts)
+
+
+def _floor(p: _Prepared, profile: NoiseProfile, cm: stats.CommonMode, opts: CompareOptions) -> float:
+    """The case's effect floor as a log ratio."""
+    if not opts.use_floor:
+        return 0.0
+    if opts.min_effect_pct is not None:
+        return math.log1p(opts.min_effect_pct / 100.0)
+    exponent = p.exponent if p.exponent_known else None
+    floor = math.log1p(profile.floor_for(exponent, p.normalized) / 100.0)
+    if p.normalized:
+        return floor
+    if cm.method == "none":
+        # Nothing removed the clock swing: a clock-driven case can move by the
+        # whole ratio of two runs' clocks. Unknown boundness counts as driven.
+        e = p.exponent if p.exponent_known else 1.0
+        floor = max(floor, e * profile.swing_floor())
+    return floor
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = None,
+            options: CompareOptions | None = None) -> Comparison:
+    """Judge every case of ``cur`` against ``base``.
+
+    Args:
+        base, cur: result tables (perfci, FlyDSL or pytest-benchmark, already read).
+        profile: noise profile; by default the built-in one for the arch.
+        options: thresholds and switches (see :class:`CompareOptions`).
+    Returns:
+        A :class:`Comparison` with one :class:`CaseComparison` per case of
+        either side, the suite-wide shift, a summary and notes for the reader.
+    """
+    opts = options or CompareOptions()
+    notes: list[str] = []
+    arch_b, arch_c = table_arch(base), table_arch(cur)
+    arch = opts.arch or arch_c or arch_b
+    if arch_b and arch_c and arch_b != arch_c and not opts.arch:
+        notes.append(f"base ran on {arch_b} and cur on {arch_c}: the comparison mixes devices")
+    profile = profile or profile_for_arch(arch)
+    threshold_only = base.format == "flydsl" or cur.format == "flydsl" or not (
+        base.has_repeats and cur.has_repeats)
+
+    prepared = _comparable(base, cur, arch, opts)
+    cm = _common_mode(prepared, opts)
+
+    # Tests first, so Benjamini–Hochberg sees the whole suite at once.
+    p_values = []
+    for p in prepared:
+        testable = p.lb.size >= 2 and p.lc.size >= 2
+        p_values.append(stats.mann_whitney(p.lb, p.lc - cm.at(p.exponent)).p_value
+                        if testable else float("nan"))
+    q_values = stats.benjamini_hochberg(p_values) if opts.fdr else np.asarray(p_values, dtype=float)
+    n_tested = int(np.sum(~np.isnan(q_values)))
+
+    judged: dict[tuple[str, str, str], CaseComparison] = {}
+    for p, pv, qv in zip(prepared, p_values, q_values):
+        judged[p.base.key] = _judge(p, None if math.isnan(pv) else pv,
+                                    None if math.isnan(qv) else float(qv), cm, profile, opts)
+
+    cases = []
+    cur_by = cur.by_key()
+    base_keys = set()
+    for b in base.rows:
+        base_keys.add(b.key)
+        c = cur_by.get(b.key)
+        if b.key in judged:
+            cases.append(judged[b.key])
+        elif c is None:
+            cases.append(_status_only(b, None, "removed", "only in base"))
+        else:
+            cases.append(_status_case(b, c))
+    for c in cur.rows:
+        if c.key not in base_keys:
+            cases.append(_status_only(None, c, "added", "only in cur"))
+    cases.sort(key=_worst_first)
+
+    suite = _suite_verdict(cm, prepared, profile, opts)
+    notes.extend(_notes(prepared, cm, suite, profile, opts, threshold_only, n_tested, arch))
+    summary = _summary(cases)
+    return Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
+                      threshold_only, tuple(notes))
+
+
+def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMode,
+           profile: NoiseProfile, opts: CompareOptions) -> CaseComparison:
+    offset = cm.at(p.exponent)
+    floor = _floor(p, profile, cm, opts)
+    n1, n2 = p.lb.size, p.lc.size
+    base = CaseComparison(
+        kernel=p.base.kernel, shape=p.base.shape, dtype=p.base.dtype, verdict="",
+        base_us=p.base.median_us, cur_us=p.cur.median_us,
+        ratio=p.cur.median_us / p.base.median_us,
+        p_value=pv, q_value=qv, floor_pct=100.0 * math.expm1(floor), n_base=n1, n_cur=n2,
+        clock_exponent=p.exponent if p.exponent_known else None, clock_normalized=p.normalized,
+        weight=p.base.weight, base_status="ok", cur_status="ok")
+    if n1 == 1 or n2 == 1:
+        # One value a side (FlyDSL): no spread to test, so the floor alone decides.
+        est = p.shift - offset
+        verdict = ("regressed" if est > floor else "improved" if est < -floor else "unchanged")
+        return replace(base, verdict=verdict, adj_ratio=math.exp(est), ci_low=math.exp(est),
+                       ci_high=math.exp(est), reason="threshold only: no repeats to test")
+    hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
+    base = replace(base, adj_ratio=math.exp(hl.estimate), ci_low=math.exp(hl.low),
+                   ci_high=math.exp(hl.high))
+    if stats.min_pvalue(n1, n2) > opts.alpha or not hl.confident:
+        return replace(base, verdict="inconclusive",
+                       reason=f"too few repeats ({n1} vs {n2}) to reach significance")
+    significant = qv is not None and qv <= opts.alpha
+    if significant and hl.low > floor:
+        return replace(base, verdict="regressed", reason="significant, interval above the floor")
+    if significant and hl.high < -floor:
+        return replace(base, verdict="improved", reason="significant, interval below the floor")
+    if -floor < hl.low and hl.high < floor:
+        return replace(base, verdict="unchanged", reason="interval inside the floor")
+    if significant:
+        return replace(base, verdict="inconclusive", reason="significant, but the interval straddles the floor")
+    return replace(base, verdict="inconclusive", reason="not significant, interval reaches past the floor")
+
+
+def _status_case(b: ResultRow, c: ResultRow) -> CaseComparison:
+    common = dict(kernel=b.kernel, shape=b.shape, dtype=b.dtype, base_status=b.status,
+                  cur_status=c.status, base_us=b.median_us, cur_us=c.median_us, weight=b.weight)
+    if b.status == "ok" and c.status in FAILED:
+        why = f"ok in base, {c.status} in cur" + (f": {c.message}" if c.message else "")
+        return CaseComparison(verdict="broken", reason=why, **common)
+    if b.status in FAILED and c.status == "ok":
+        return CaseComparison(verdict="fixed", reason=f"{b.status} in base, ok in cur", **common)
+    return CaseComparison(verdict="skipped", reason=f"{b.status} in base, {c.status} in cur", **common)
+
+
+def _status_only(b: ResultRow | None, c: ResultRow | None, verdict: str, why: str) -> CaseComparison:
+    row = b or c
+    assert row is not None
+    return CaseComparison(kernel=row.kernel, shape=row.shape, dtype=row.dtype, verdict=verdict,
+                          reason=why, base_us=b.median_us if b else None,
+                          cur_us=c.median_us if c else None, weight=row.weight,
+                          base_status=b.status if b else "", cur_status=c.status if c else "")
+
+
+def _worst_first(c: CaseComparison):
+    return (SEVERITY[c.verdict], -(c.adj_ratio or c.ratio or 0.0), c.kernel, c.shape, c.dtype)
+
+
+def _suite_verdict(cm: stats.CommonMode, prepared: Sequence[_Prepared], profile: NoiseProfile,
+                   opts: CompareOptions) -> SuiteShift:
+    # The shift is "not the core clock" only when no clock-driven case was judged in time.
+    clocked = bool(prepared) and all(p.normalized or (p.exponent_known and p.exponent == 0)
+                                     for p in prepared)
+    floor_pct = profile.suite_floor_pct
+    mem, comp = 100.0 * math.expm1(cm.memory), 100.0 * math.expm1(cm.memory + cm.clock)
+    overall = 100.0 * math.expm1(cm.overall)
+    if cm.method == "none":
+        return SuiteShift(mem, comp, overall, cm.method, clocked, "n/a", floor_pct)
+    worst = max((mem, comp), key=abs) if cm.method == "split" else overall
+    if abs(worst) <= floor_pct:
+        verdict = "unchanged"
+    elif clocked:
+        verdict = "regressed" if worst > 0 else "improved"
+    else:
+        verdict = "inconclusive"
+    return SuiteShift(mem, comp, overall, cm.method, clocked, verdict, floor_pct)
+
+
+def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: CompareOptions,
+           threshold_only: bool, n_tested: int, arch: str) -> list[str]:
+    notes = []
+    if threshold_only:
+        notes.append("threshold-only verdicts: an input has one value per case (no repeats), "
+                     "so no significance test was possible; only the floor decides")
+    n_norm = sum(p.normalized and p.exponent > 0 for p in prepared)
+    n_driven = sum(p.exponent > 0 for p in prepared)
+    if not arch:
+        notes.append("device arch unknown: cases cannot be classed compute- or memory-bound, "
+                     "so nothing was clock-normalized")
+    elif not opts.clock_normalize:
+        notes.append("clock normalization off")
+    elif n_driven and n_norm == 0:
+        notes.append(f"no per-repeat clocks on both sides: {n_driven} clock-driven cases compared in "
+                     f"time, floor widened to {profile.unclocked_floor_pct:g}% (profile {profile.name})")
+    elif n_driven:
+        notes.append(f"{n_norm} of {n_driven} clock-driven cases compared in cycles (time x clock); "
+                     "memory-bound cases in time")
+    if cm.method == "none":
+        if opts.common_mode:
+            notes.append(f"only {cm.n_cases} comparable cases: no common mode estimated, each case "
+                         "judged on its raw ratio with a floor wide enough for clock swings")
+    else:
+        what = "in cycles" if suite.clock_normalized else "in time"
+        if suite.method == "split":
+            line = (f"common mode ({what}): compute-bound cases {suite.compute_pct:+.1f}%, "
+                    f"memory-bound {suite.memory_pct:+.1f}%")
+        else:
+            line = f"common mode ({what}): every case {suite.overall_pct:+.1f}%"
+        worst = max((suite.memory_pct, suite.compute_pct), key=abs) if suite.method == "split" else suite.overall_pct
+        if suite.verdict in ("regressed", "improved", "inconclusive"):
+            size = f"{abs(worst):.0f}% {'slower' if worst > 0 else 'faster'}"
+            cause = ("not the core clock (clock-normalized): a driver, firmware or shared code change?"
+                     if suite.clock_normalized else
+                     "clocks, driver or a shared change? (no clock telemetry to tell them apart)")
+            line += f" -- the suite runs {size}: {cause}"
+        notes.append(line + "; cases are judged on their residual from it")
+    if opts.fdr and n_tested:
+        floor_p = stats.min_pvalue(*_typical_n(prepared))
+        if floor_p > opts.alpha / n_tested:
+            notes.append(f"with {n_tested} tested cases, a lone change needs p <= {opts.alpha / n_tested:.2g} "
+                         f"after Benjamini-Hochberg, but {_typical_n(prepared)[0]} vs "
+                         f"{_typical_n(prepared)[1]} repeats reach at best p = {floor_p:.2g}: add repeats")
+    notes.append(f"noise profile {profile.name}: floor {profile.floor_pct:g}% with clocks, "
+                 f"{profile.unclocked_floor_pct:g}% without ({profile.source})"
+                 if opts.min_effect_pct is None else f"floor set by --min-effect: {opts.min_effect_pct:g}%")
+    return notes
+
+
+def _typical_n(prepared) -> tuple[int, int]:
+    if not prepared:
+        return (0, 0)
+    return (int(np.median([p.lb.size for p in prepared])), int(np.median([p.lc.size for p in prepared])))
+
+
+def _summary(cases: Sequence[CaseComparison]) -> Summary:
+    counts = {v: 0 for v in VERDICTS}
+    for c in cases:
+        counts[c.verdict] += 1
+    timed = [c for c in cases if c.ratio is not None]
+    geo = math.exp(float(np.mean([math.log(c.ratio) for c in timed]))) if timed else None
+    adj = [c.adj_ratio for c in timed if c.adj_ratio is not None]
+    geo_adj = math.exp(float(np.mean(np.log(adj)))) if adj else None
+    # Σw / Σ(w/s) with w = weight·base and s = base/cur is Σ weight·base / Σ weight·cur:
+    # the speedup of the weighted total time, which a few big cases dominate on purpose.
+    num = sum(c.weight * c.base_us for c in timed)
+    den = sum(c.weight * c.cur_us for c in timed)
+    speedup = num / den if timed and den > 0 else None
+    worst = tuple(c.key for c in cases if c.verdict in ("broken", "regressed"))
+    return Summary(counts, len(timed), geo, geo_adj, speedup, worst)
