@@ -1,13 +1,167 @@
-"""Placeholder: the `perfci compare` command is being built in its own module."""
+"""``perfci compare`` and ``perfci calibrate``: arguments in, exit code out.
+
+Thin on purpose: read the files (:mod:`perfci.inputs`), judge
+(:mod:`perfci.compare`), render (:mod:`perfci.compare_render`). numpy, scipy and
+matplotlib are imported inside the handlers so ``perfci --help`` stays fast.
+"""
 from __future__ import annotations
 
-from perfci.errors import PerfciError
+import argparse
+import math
+import sys
+
+from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
+
+COMPARE_HELP = """\
+Judge CUR against BASE case by case (key: kernel, shape, dtype).
+
+verdicts:
+  regressed     significant after Benjamini-Hochberg across the suite AND the
+                whole confidence interval of the judged ratio is above +floor
+  improved      the mirror image
+  unchanged     the interval lies inside +-floor
+  inconclusive  the data cannot decide: significant but the interval straddles
+                the floor, a wide interval, or too few repeats to test;
+                never counted as unchanged
+  broken        ok in BASE, fail/error/timeout in CUR (worse than slow)
+  fixed / skipped / added / removed   status changes and one-sided cases
+
+noise the repeats cannot see (the 7 repeats share one run's clock):
+  clock         where both files carry per-repeat core clocks, compute-bound
+                cases are compared in cycles (time x clock); memory-bound ones
+                in time; cases near the roofline ridge partly
+  common mode   the suite-wide shift (medians, split compute/memory-bound) is
+                printed on its own line and removed; cases are judged on their
+                residual. With clocks on both sides a suite-wide shift beyond
+                the profile's suite floor fails the gate; without clocks it is
+                inconclusive (a clock swing looks the same)
+  floor         per-arch effect floor from a noise profile (built-ins: gfx950,
+                gfx942, sm_90, generic; or a JSON file from `perfci calibrate`),
+                wider without clocks and near the ridge point
+
+inputs: perfci CSV, FlyDSL CSV (one value per case: threshold-only verdicts),
+pytest-benchmark JSON (stats.data as repeats).
+
+exit codes:
+  0  no regression
+  1  at least one case regressed or broke (or a clocked suite-wide regression)
+  2  bad input or usage: one line naming the file, row and column
+  3  with --strict: something inconclusive and nothing regressed
+
+examples:
+  perfci compare base.csv cur.csv
+  perfci compare base.csv cur.csv --format markdown >> $GITHUB_STEP_SUMMARY
+  perfci compare base.csv cur.csv --noise-profile gfx942 --plot forest.png --strict
+
+GitHub Actions step:
+  - run: perfci compare baselines/mi355x.csv cur.csv --format markdown >> $GITHUB_STEP_SUMMARY
+"""
+
+CALIBRATE_HELP = """\
+Derive a noise profile from A/A runs: two or more runs of the SAME code and
+suite (5+ advised, on the runner kind CI uses). Every pair of runs is compared
+exactly as `perfci compare` would; each floor is 1.25 x the 99th percentile of
+the |residual| log ratios of its class (with / without clock normalization;
+pure vs near-ridge cases). Use the result with --noise-profile FILE, or copy
+its numbers into perfci/noise.py's BUILTIN_PROFILES.
+
+example:
+  perfci calibrate aa1.csv aa2.csv aa3.csv aa4.csv aa5.csv --arch sm_90 --out sm_90.json
+"""
+
+
+def _pct(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a percentage >= 0")
+    return v
+
+
+def _alpha(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1")
+    return v
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("compare", help="(not built yet)")
+    p = subparsers.add_parser(
+        "compare", help="judge a run against a baseline (noise-aware, exit 1 on regression)",
+        description=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", metavar="BASE", help="baseline results (CSV or pytest-benchmark JSON)")
+    p.add_argument("cur", metavar="CUR", help="current results")
+    p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
+    p.add_argument("--plot", metavar="OUT.png", help="also write a forest plot")
+    p.add_argument("--noise-profile", metavar="NAME|FILE",
+                   help="built-in profile name or calibrate's JSON (default: by the files' arch)")
+    p.add_argument("--arch", help="device arch, when the files do not say (sm_90, gfx942, gfx950)")
+    p.add_argument("--alpha", type=_alpha, default=0.05,
+                   help="false discovery rate across the suite (default 0.05)")
+    p.add_argument("--min-effect", type=_pct, metavar="PCT",
+                   help="use PCT%% as every case's floor instead of the profile's")
+    p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
+    p.add_argument("--no-clock-normalization", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-common-mode", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=main)
+
+    c = subparsers.add_parser(
+        "calibrate", help="derive a noise profile from A/A runs",
+        description=CALIBRATE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("runs", nargs="+", metavar="RUN", help="A/A result files (2 or more)")
+    c.add_argument("--out", metavar="profile.json", help="write the profile here (default: stdout)")
+    c.add_argument("--arch", help="device arch (default: read from the files)")
+    c.add_argument("--name", help="profile name (default: the arch)")
+    c.set_defaults(handler=calibrate_main)
 
 
 def main(args) -> int:
-    raise PerfciError("perfci compare is not built yet")
+    from perfci import compare_render
+    from perfci.compare import CompareOptions, compare
+    from perfci.inputs import read_any
+    from perfci.noise import load_profile
+
+    base = read_any(args.base)
+    cur = read_any(args.cur)
+    profile = load_profile(args.noise_profile) if args.noise_profile else None
+    opts = CompareOptions(alpha=args.alpha, min_effect_pct=args.min_effect, arch=args.arch,
+                          clock_normalize=not args.no_clock_normalization,
+                          common_mode=not args.no_common_mode)
+    result = compare(base, cur, profile, opts)
+    sys.stdout.write(compare_render.RENDERERS[args.format](result))
+    if args.plot:
+        try:
+            compare_render.plot(result, args.plot)
+        except OSError as err:
+            raise PerfciError(f"--plot {args.plot}: cannot write ({err.strerror or err})") from None
+    if result.regressed:
+        return EXIT_REGRESSION
+    if args.strict and result.inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def calibrate_main(args) -> int:
+    from perfci.inputs import read_any
+    from perfci.noise import calibrate, profile_to_json
+    from perfci.results import atomic_write_text
+
+    tables = [read_any(p) for p in args.runs]
+    cal = calibrate(tables, arch=args.arch, name=args.name)
+    text = profile_to_json(cal.profile, {"runs": list(args.runs), "pairs": cal.n_pairs,
+                                         "residuals": cal.n_residuals, "q99_pct": cal.q99_pct,
+                                         "max_suite_shift_pct": cal.max_suite_shift_pct})
+    if args.out:
+        atomic_write_text(args.out, text)
+        pr = cal.profile
+        print(f"wrote {args.out}: floor {pr.floor_pct}% with clocks, {pr.unclocked_floor_pct}% without; "
+              f"near-ridge {pr.band_floor_pct}% / {pr.unclocked_band_floor_pct}%; "
+              f"suite {pr.suite_floor_pct}% ({cal.n_runs} runs, {cal.n_pairs} pairs)")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

@@ -141,3 +141,22 @@ def simulate_runs(cfg: SimConfig, seed: int, count: int) -> list[ResultTable]:
 def without_clocks(table: ResultTable) -> ResultTable:
     """The same run as if no clock telemetry had been recorded."""
     return replace(table, rows=tuple(replace(r, sclk_mhz=()) for r in table.rows))
+
+
+def to_csv_text(table: ResultTable) -> str:
+    """A simulated run as a perfci results CSV (for tests and demos)."""
+    from perfci.results import render_rows_csv
+
+    def cells(r: ResultRow) -> dict[str, str]:
+        return {
+            "kernel": r.kernel, "shape": r.shape, "dtype": r.dtype,
+            "M": str(r.m or ""), "N": str(r.n or ""), "K": str(r.k or ""),
+            "median_us": f"{r.median_us:.4f}" if r.median_us else "",
+            "repeats_us": ";".join(f"{v:.4f}" for v in r.repeats_us),
+            "iters": str(r.iters or ""),
+            "sclk_mhz": ";".join(f"{v:.0f}" for v in r.sclk_mhz if v is not None),
+            "status": r.status, "message": r.message, "weight": f"{r.weight:g}", "arch": r.arch,
+            "schema": "1",
+        }
+
+    return render_rows_csv([cells(r) for r in table.rows])

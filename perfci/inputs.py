@@ -1,0 +1,138 @@
+"""Read any input ``perfci compare`` accepts: perfci CSV, FlyDSL CSV, pytest-benchmark JSON.
+
+Dispatch is by suffix (``.json``) or, for other names, by the first character
+(``{`` means JSON). CSVs go to :func:`perfci.results.read_results`; JSON is read
+here with the same standard: every problem is one :class:`PerfciError` naming
+the file and the place (``benchmarks[3].stats.data[2]``), never a traceback.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+from perfci.errors import PerfciError
+from perfci.results import ResultRow, ResultTable, read_results
+
+_BRACKET = re.compile(r"\[.*\]$")
+
+
+def read_any(path: str | os.PathLike) -> ResultTable:
+    path = str(path)
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        return read_pytest_benchmark(path)
+    if p.is_file():
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(64).lstrip()
+        except OSError:
+            head = b""
+        if head.startswith(b"{"):
+            return read_pytest_benchmark(path)
+    return read_results(path)
+
+
+def read_pytest_benchmark(path: str) -> ResultTable:
+    """pytest-benchmark ``--benchmark-json`` output -> a ResultTable.
+
+    ``stats.data`` (per-round times in seconds, present when pytest ran with
+    ``--benchmark-save-data``) becomes ``repeats_us``; without it, ``stats.median`` is the single value and the
+    comparison is threshold-only. The kernel is ``fullname`` (or ``name``) without
+    its ``[param]`` suffix when ``params`` say the same thing; ``params`` with
+    m/n/k give the shape ``MxNxK``, other params the shape text.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise PerfciError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PerfciError(f"{path}: is a directory, not a JSON file") from None
+    except UnicodeDecodeError:
+        raise PerfciError(f"{path}: not a text file (cannot decode as UTF-8)") from None
+    except OSError as err:
+        raise PerfciError(f"{path}: cannot read ({err.strerror})") from None
+    if not text.strip():
+        raise PerfciError(f"{path}: the file is empty")
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise PerfciError(f"{path}: line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})") from None
+    except ValueError as err:  # NaN / Infinity literals
+        raise PerfciError(f"{path}: {err}") from None
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        raise PerfciError(f"{path}: not a pytest-benchmark JSON file (no top-level 'benchmarks' list)")
+    benches = data["benchmarks"]
+    if not isinstance(benches, list):
+        raise PerfciError(f"{path}: 'benchmarks' must be a list, got {type(benches).__name__}")
+    if not benches:
+        raise PerfciError(f"{path}: 'benchmarks' is empty")
+    rows = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, b in enumerate(benches):
+        row = _bench_row(path, i, b)
+        if row.key in seen:
+            raise PerfciError(f"{path}: benchmarks[{i}]: duplicate case {','.join(row.key)} "
+                              f"(first at benchmarks[{seen[row.key]}])")
+        seen[row.key] = i
+        rows.append(row)
+    return ResultTable(path=path, format="pytest-benchmark", rows=tuple(rows))
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"'{name}' is not a finite number (JSON has no NaN or Infinity)")
+
+
+def _bench_row(path: str, i: int, b: object) -> ResultRow:
+    where = f"{path}: benchmarks[{i}]"
+    if not isinstance(b, dict):
+        raise PerfciError(f"{where}: must be an object, got {type(b).__name__}")
+    name = b.get("fullname", b.get("name"))
+    if not isinstance(name, str) or not name.strip():
+        raise PerfciError(f"{where}: 'name' (or 'fullname') must be a non-empty string")
+    params = b.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise PerfciError(f"{where}.params: must be an object or null, got {type(params).__name__}")
+    stats = b.get("stats")
+    if not isinstance(stats, dict):
+        raise PerfciError(f"{where}.stats: missing or not an object")
+    data = stats.get("data")
+    if data is not None:
+        if not isinstance(data, list) or not data:
+            raise PerfciError(f"{where}.stats.data: must be a non-empty list of seconds")
+        values = [_seconds(f"{where}.stats.data[{j}]", v) for j, v in enumerate(data)]
+    else:
+        if "median" not in stats:
+            raise PerfciError(f"{where}.stats: has neither 'data' nor 'median'")
+        values = [_seconds(f"{where}.stats.median", stats["median"])]
+    kernel = name.strip()
+    shape, dtype = "-", "-"
+    m = n = k = None
+    if params:
+        kernel = _BRACKET.sub("", kernel) or kernel
+        lower = {str(key).lower(): v for key, v in params.items()}
+        dims = [lower.get(d) for d in ("m", "n", "k")]
+        if all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+            m, n, k = dims  # type: ignore[misc]
+            shape = f"{m}x{n}x{k}"
+        else:
+            shape = ",".join(f"{key}={params[key]}" for key in sorted(params, key=str)
+                             if str(key).lower() != "dtype") or "-"
+        if lower.get("dtype") is not None:
+            dtype = str(lower["dtype"]).replace("torch.", "").replace("bfloat16", "bf16") \
+                .replace("float16", "fp16").replace("float32", "fp32")
+    us = sorted(v * 1e6 for v in values)
+    mid = len(us) // 2
+    median = us[mid] if len(us) % 2 else 0.5 * (us[mid - 1] + us[mid])
+    return ResultRow(kernel=kernel, shape=shape, dtype=dtype, status="ok", m=m, n=n, k=k,
+                     median_us=median, repeats_us=tuple(v * 1e6 for v in values), line=i)
+
+
+def _seconds(where: str, v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PerfciError(f"{where}: {v!r} is not a number")
+    if not math.isfinite(v) or v <= 0:
+        raise PerfciError(f"{where}: {v!r} must be a finite time greater than zero")
+    return float(v)
