@@ -51,7 +51,7 @@ class CommandResult:
 
     def failure_reason(self, what: str) -> str:
         if self.returncode is None:
-            return f"{what} timed out after {self.seconds:.0f}s"
+            return f"{what} timed out after {self.seconds:.1f}s"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
 

@@ -245,8 +245,8 @@ def _run_parallel(pool, jobs: list[tuple[Callable, tuple]]):
 
 
 def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progress, mark, pool) -> BisectResult:
-    progress.note(f"measuring GOOD {good[:12]} and BAD {bad[:12]} ({cfg.repeats} runs each); "
-                  f"{len(commits) - 1} commits between them")
+    # No progress line before the baselines stand: a bench that prints no metric
+    # must end in exactly one error line.
     started = time.monotonic()
     baseline_jobs = [(measurer.samples, (slots[0], good, cfg.repeats)),
                      (measurer.samples, (slots[1 % len(slots)], bad, cfg.repeats))]
@@ -256,7 +256,7 @@ def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progr
         (good_s, good_why), (bad_s, bad_why) = _run_parallel(pool, baseline_jobs)
     for name, sha, samples, why in (("GOOD", good, good_s, good_why), ("BAD", bad, bad_s, bad_why)):
         if len(samples.values) < 2:
-            raise PerfciError(f"the bench gave no {cfg.bench.metric.description} at {name} {sha[:12]}: "
+            raise PerfciError(f"no metric ({cfg.bench.metric.description}) from the bench at {name} {sha[:12]}: "
                               f"{why or 'every run failed'}")
     o = cfg.higher_is_better
     check = check_baselines(Samples(tuple(oriented(v, o) for v in good_s.values)),
@@ -269,7 +269,7 @@ def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progr
     if not check.real:
         return BisectResult(status="swapped" if check.swapped else "no-difference", message=check.message,
                             bench_runs=measurer.bench_runs, **common)
-    progress.note(f"baselines: {check.message}")
+    progress.note(f"baselines ({cfg.repeats} runs each, {len(commits) - 1} commits between): {check.message}")
     state = SearchState(tuple(commits), {bad: Verdict.BAD})
     steps: list[StepRecord] = []
     round_seconds: list[float] = [time.monotonic() - started]
@@ -364,8 +364,6 @@ def _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress) -> Bis
     with gitops.deferred_signals():
         stash_sha = gitops.stash_push(repo, journal)
         journal.update(stash_sha=stash_sha, phase="stashed")
-    if stash_sha:
-        progress.note(f"stashed your changes as {stash_sha[:12]} ('{journal.stash_message}')")
     journal.update(bisect_started=True, phase="measuring")
     start = ["bisect", "start", "--no-checkout"] + (["--first-parent"] if cfg.first_parent else [])
     gitops.git_run(repo, *start, bad, good)
