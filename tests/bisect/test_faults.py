@@ -1,0 +1,69 @@
+"""Signals at every phase: the user's tree must come back with nothing lost.
+
+``PERFCI_BISECT_TEST_PAUSE=phase:SIGNAL`` makes the bisect process signal
+itself the first time it reaches ``phase``. SIGINT and SIGTERM must restore on
+their own (exit 130); after SIGKILL, ``perfci bisect --abort`` must.
+"""
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from clihelp import parse_json, perfci
+from synth import snapshot
+
+PHASES = ("stash", "checkout", "build", "bench", "restore")
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_signal_at_each_phase_loses_nothing(history_factory, phase, sig):
+    h = history_factory(n_commits=8, culprit_index=5, legacy_until=4)
+    before = snapshot(h.path)
+    result = perfci(h.path, "--build", "true", h.good, h.bad, "--", "./bench.py",
+                    env={"PERFCI_BISECT_TEST_PAUSE": f"{phase}:{sig}"})
+    if sig == "SIGKILL":
+        assert result.returncode == -signal.SIGKILL, result.stderr
+        journal = h.path / ".git" / "perfci-bisect" / "journal.json"
+        assert journal.exists()
+        aborted = perfci(h.path, "--abort")
+        assert aborted.returncode == 0, aborted.stderr
+        assert "restored" in aborted.stderr and not journal.exists()
+    else:
+        assert result.returncode == 130, result.stderr
+        assert "Traceback" not in result.stderr
+    assert snapshot(h.path) == before
+
+
+def test_resume_after_sigkill_finds_the_culprit_without_remeasuring(history_factory, counter):
+    h = history_factory(n_commits=24, culprit_index=17)
+    before = snapshot(h.path)
+    # A finished session first, so the cache holds another command's runs too.
+    finished = perfci(h.path, h.good, h.bad, "--", "./bench.py", env=dict(counter.env))
+    assert finished.returncode == 0
+    runs_before = counter()
+    # A second, killed session on a different bench command (no cache hits), then resumed.
+    env = dict(counter.env, PERFCI_BISECT_TEST_PAUSE="bench:SIGKILL")
+    killed = perfci(h.path, "--format", "json", h.good, h.bad, "--", "./bench.py", "--variant", env=env)
+    assert killed.returncode == -signal.SIGKILL
+    resumed = perfci(h.path, "--resume", env=counter.env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert parse_json(resumed.stdout)["culprit"]["sha"] == h.culprit
+    assert snapshot(h.path) == before
+    # Rerunning the finished resume measures nothing new.
+    runs = counter()
+    again = perfci(h.path, "--format", "json", h.good, h.bad, "--", "./bench.py", "--variant", env=counter.env)
+    assert again.returncode == 0 and counter() == runs
+    assert runs > runs_before
+
+
+def test_sigkill_in_worktree_mode_then_abort_removes_worktrees(history_factory):
+    h = history_factory(n_commits=10, culprit_index=6, legacy_until=3)
+    before = snapshot(h.path)
+    result = perfci(h.path, "--jobs", "2", "--gpus", "0,1", h.good, h.bad, "--", "./bench.py",
+                    env={"PERFCI_BISECT_TEST_PAUSE": "bench:SIGKILL"})
+    assert result.returncode == -signal.SIGKILL
+    aborted = perfci(h.path, "--abort")
+    assert aborted.returncode == 0, aborted.stderr
+    assert snapshot(h.path) == before
