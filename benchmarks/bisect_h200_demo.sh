@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Plant a kernel slowdown in a throwaway git history, then let perfci bisect find it.
+#
+# usage:
+#   benchmarks/bisect_h200_demo.sh KERNEL_FILE SED_EXPR CASE [BISECT_OPTION ...] -- PERFCI_RUN_CMD ...
+#
+# example (one H200; the culprit shrinks BLOCK_K of the tiled GEMM's configs):
+#   benchmarks/bisect_h200_demo.sh kernels/_configs.py 's/KernelConfig(128, 256, 64,/KernelConfig(128, 256, 16,/' \
+#       'matmul_tiled 4096x4096x4096 bf16' -- \
+#       python -m perfci run prefill --out r.csv --filter 'kernel~matmul_tiled*,M<=4096,N<=4096,dtype=bf16'
+#
+# What it does:
+#   1. copies perfci/, kernels/, suites/ and pyproject.toml of this checkout into
+#      a new repository under $DEMO_DIR (default: a fresh temp dir) as commit GOOD;
+#   2. adds $DEMO_COMMITS harmless commits (default 15); commit $DEMO_CULPRIT
+#      (default 11) applies SED_EXPR to KERNEL_FILE; the script stops if the
+#      expression changed nothing, since a demo without a slowdown proves nothing;
+#   3. runs `perfci bisect GOOD HEAD --csv-column median_us --case CASE
+#      --plot bisect.png [BISECT_OPTION ...] -- PERFCI_RUN_CMD` in that repository
+#      and checks the culprit it names is the planted commit (exit 0), else exit 1.
+# The bench command runs at each commit's root with PYTHONPATH=. so it measures
+# that commit's kernels, not an installed perfci.
+set -euo pipefail
+
+if [[ $# -lt 5 ]]; then
+    sed -n '2,25p' "$0" >&2
+    exit 2
+fi
+kernel_file=$1; sed_expr=$2; case_key=$3; shift 3
+bisect_options=()
+while [[ $# -gt 0 && $1 != "--" ]]; do bisect_options+=("$1"); shift; done
+[[ ${1:-} == "--" ]] || { echo "bisect_h200_demo: missing '--' before the perfci run command" >&2; exit 2; }
+shift
+run_cmd=("$@")
+
+source_root=$(cd "$(dirname "$0")/.." && pwd)
+demo=${DEMO_DIR:-$(mktemp -d /tmp/perfci-bisect-demo-XXXXXX)}
+commits=${DEMO_COMMITS:-15}
+culprit_at=${DEMO_CULPRIT:-11}
+[[ -f $source_root/$kernel_file ]] || { echo "bisect_h200_demo: no $kernel_file in $source_root" >&2; exit 2; }
+
+export GIT_AUTHOR_NAME="perfci demo" GIT_AUTHOR_EMAIL="demo@perfci.invalid"
+export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
+
+mkdir -p "$demo"
+cd "$demo"
+git init -q -b main
+git config commit.gpgsign false
+cp -r "$source_root/perfci" "$source_root/kernels" "$source_root/suites" "$source_root/pyproject.toml" .
+printf '__pycache__/\n*.csv\n*.png\n' > .gitignore
+echo "demo history for perfci bisect" > DEMO.md
+git add -A
+git commit -qm "GOOD: kernels as in $(git -C "$source_root" rev-parse --short HEAD)"
+good=$(git rev-parse HEAD)
+
+planted=""
+for i in $(seq 1 "$commits"); do
+    if [[ $i -eq $culprit_at ]]; then
+        before=$(sha1sum "$kernel_file")
+        sed -i -e "$sed_expr" "$kernel_file"
+        if [[ $(sha1sum "$kernel_file") == "$before" ]]; then
+            echo "bisect_h200_demo: '$sed_expr' changed nothing in $kernel_file" >&2
+            exit 2
+        fi
+        git commit -qam "tune: $sed_expr in $(basename "$kernel_file")"
+        planted=$(git rev-parse HEAD)
+    else
+        echo "note $i" >> DEMO.md
+        git commit -qam "docs: demo note $i"
+    fi
+done
+echo "bisect_h200_demo: repo $demo, GOOD $good, planted $planted (commit $culprit_at of $commits)" >&2
+
+export PYTHONPATH=.
+status=0
+python -m perfci bisect "$good" HEAD --csv-column median_us --case "$case_key" --plot bisect.png \
+    --format json "${bisect_options[@]}" -- "${run_cmd[@]}" > bisect.json || status=$?
+python - "$planted" <<'EOF'
+import json, sys
+report = json.load(open("bisect.json"))
+culprit = (report.get("culprit") or {}).get("sha")
+print(f"status {report['status']}: named {culprit}, planted {sys.argv[1]}, "
+      f"{report['bench_runs']} bench runs, change {report.get('culprit_interval')}")
+sys.exit(0 if culprit == sys.argv[1] else 1)
+EOF
+echo "bisect_h200_demo: report $demo/bisect.json, plot $demo/bisect.png (perfci exit $status)" >&2
