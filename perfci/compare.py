@@ -234,22 +234,22 @@ def suite_common_mode(base: ResultTable, cur: ResultTable, arch: str,
     return _common_mode(_comparable(base, cur, arch, opts), opts)
 
 
-def _floor(p: _Prepared, profile: NoiseProfile, cm: stats.CommonMode, opts: CompareOptions) -> float:
-    """The case's effect floor as a log ratio."""
+def _floor(p: _Prepared, profile: NoiseProfile, cm: stats.CommonMode,
+           opts: CompareOptions) -> tuple[float, float]:
+    """(floor, floor before any clock-swing widening), both as log ratios."""
     if not opts.use_floor:
-        return 0.0
+        return 0.0, 0.0
     if opts.min_effect_pct is not None:
-        return math.log1p(opts.min_effect_pct / 100.0)
+        f = math.log1p(opts.min_effect_pct / 100.0)
+        return f, f
     exponent = p.exponent if p.exponent_known else None
     floor = math.log1p(profile.floor_for(exponent, p.normalized) / 100.0)
-    if p.normalized:
-        return floor
-    if cm.method == "none":
-        # Nothing removed the clock swing: a clock-driven case can move by the
-        # whole ratio of two runs' clocks. Unknown boundness counts as driven.
-        e = p.exponent if p.exponent_known else 1.0
-        floor = max(floor, e * profile.swing_floor())
-    return floor
+    if p.normalized or cm.method != "none":
+        return floor, floor
+    # Nothing removed the clock swing: a clock-driven case can move by the whole
+    # ratio of two runs' clocks. Unknown boundness counts as driven.
+    e = p.exponent if p.exponent_known else 1.0
+    return max(floor, e * profile.swing_floor()), floor
 
 
 # --------------------------------------------------------------------------- compare
@@ -321,7 +321,7 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
 def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMode,
            profile: NoiseProfile, opts: CompareOptions) -> CaseComparison:
     offset = cm.at(p.exponent)
-    floor = _floor(p, profile, cm, opts)
+    floor, plain_floor = _floor(p, profile, cm, opts)
     n1, n2 = p.lb.size, p.lc.size
     base = CaseComparison(
         kernel=p.base.kernel, shape=p.base.shape, dtype=p.base.dtype, verdict="",
@@ -333,7 +333,8 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if n1 == 1 or n2 == 1:
         # One value a side (FlyDSL): no spread to test, so the floor alone decides.
         est = p.shift - offset
-        verdict = ("regressed" if est > floor else "improved" if est < -floor else "unchanged")
+        verdict = ("regressed" if est > floor else "improved" if est < -floor
+                   else "unchanged" if abs(est) <= plain_floor else "inconclusive")
         return replace(base, verdict=verdict, adj_ratio=math.exp(est), ci_low=math.exp(est),
                        ci_high=math.exp(est), reason="threshold only: no repeats to test")
     hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
@@ -348,6 +349,11 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if significant and hl.high < -floor:
         return replace(base, verdict="improved", reason="significant, interval below the floor")
     if -floor < hl.low and hl.high < floor:
+        if floor > plain_floor and not -plain_floor < hl.low <= hl.high < plain_floor:
+            # Inside only because the floor had to swallow a possible clock swing.
+            return replace(base, verdict="inconclusive",
+                           reason="within a clock swing: no clocks recorded and too few cases "
+                                  "for a common mode")
         return replace(base, verdict="unchanged", reason="interval inside the floor")
     if significant:
         return replace(base, verdict="inconclusive", reason="significant, but the interval straddles the floor")
@@ -430,7 +436,7 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
             line = f"common mode ({what}): every case {suite.overall_pct:+.1f}%"
         worst = max((suite.memory_pct, suite.compute_pct), key=abs) if suite.method == "split" else suite.overall_pct
         if suite.verdict in ("regressed", "improved", "inconclusive"):
-            size = f"{abs(worst):.0f}% {'slower' if worst > 0 else 'faster'}"
+            size = f"{abs(suite.overall_pct):.0f}% {'slower' if suite.overall_pct > 0 else 'faster'}"
             cause = ("not the core clock (clock-normalized): a driver, firmware or shared code change?"
                      if suite.clock_normalized else
                      "clocks, driver or a shared change? (no clock telemetry to tell them apart)")

@@ -66,6 +66,12 @@ def _u_null_cdf(n1: int, n2: int) -> np.ndarray:
     return np.cumsum(_u_null_pmf(n1, n2))
 
 
+@lru_cache(maxsize=256)
+def _u_null_sf(n1: int, n2: int) -> np.ndarray:
+    """P(U >= u), summed from the top so tiny tail probabilities stay exact."""
+    return np.cumsum(_u_null_pmf(n1, n2)[::-1])[::-1]
+
+
 def min_pvalue(n1: int, n2: int) -> float:
     """The smallest two-sided MWU p-value reachable with n1 and n2 samples."""
     if n1 < 1 or n2 < 1:
@@ -102,10 +108,9 @@ def mann_whitney(base: Sequence[float], cur: Sequence[float]) -> MWU:
     pooled = np.concatenate([x, y])
     has_ties = np.unique(pooled).size < pooled.size
     if not has_ties and max(n1, n2) <= EXACT_MAX_N:
-        cdf = _u_null_cdf(n1, n2)
         ui = int(round(u))
-        lower = cdf[ui]
-        upper = 1.0 - (cdf[ui - 1] if ui > 0 else 0.0)
+        lower = _u_null_cdf(n1, n2)[ui]
+        upper = _u_null_sf(n1, n2)[ui]
         return MWU(u, float(min(1.0, 2.0 * min(lower, upper))), "exact")
     mean = n1 * n2 / 2.0
     _, counts = np.unique(pooled, return_counts=True)

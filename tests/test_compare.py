@@ -1,0 +1,142 @@
+"""Verdict logic on simulated suites (seeded) and on hand-made rows."""
+from dataclasses import replace
+
+import pytest
+
+from perfci.compare import CompareOptions, compare
+from perfci.results import ResultRow, ResultTable
+from perfci.simulate import SimConfig, simulate_pair, without_clocks
+
+CFG = SimConfig()
+
+
+def _row(kernel="k", reps=(10.0,) * 7, status="ok", shape="4096x4096x4096", clocks=(), **kw):
+    m, n, k = (int(x) for x in shape.split("x"))
+    return ResultRow(kernel=kernel, shape=shape, dtype="bf16", status=status, m=m, n=n, k=k,
+                     median_us=sorted(reps)[len(reps) // 2] if reps and status == "ok" else None,
+                     repeats_us=tuple(reps) if status == "ok" else (), sclk_mhz=tuple(clocks),
+                     arch=kw.pop("arch", "gfx950"), **kw)
+
+
+def _table(rows, path="t.csv", fmt="perfci"):
+    return ResultTable(path=path, format=fmt, rows=tuple(rows))
+
+
+def _verdict(res, key):
+    return next(c for c in res.cases if c.key == key)
+
+
+def test_quick_aa_false_alarm_share():
+    # 200 whole-suite A/A comparisons under ±14% clock swings: goal <= 1%, assert <= 2%.
+    alarms = sum(compare(*simulate_pair(CFG, seed=s)).regressed for s in range(200))
+    assert alarms / 200 <= 0.02
+
+
+def test_quick_power_5pct_off_ridge():
+    # Planted 5% slowdowns on cases outside the near-ridge band: >= 90% found.
+    found = total = 0
+    for s in range(200):
+        case = s % CFG.n_cases
+        base, cur = simulate_pair(CFG, seed=50_000 + s, regress_case=case, regress_pct=5.0)
+        res = compare(base, cur)
+        v = _verdict(res, base.rows[case].key)
+        if v.clock_exponent in (0.0, 1.0):
+            total += 1
+            found += v.verdict == "regressed"
+    assert total >= 80
+    assert found / total >= 0.9
+
+
+def test_planted_regression_is_worst_first_and_exits_regressed():
+    base, cur = simulate_pair(CFG, seed=3, regress_case=2, regress_pct=10.0)
+    res = compare(base, cur)
+    assert res.regressed
+    assert res.cases[0].key == base.rows[2].key and res.cases[0].verdict == "regressed"
+    assert res.summary.worst[0] == base.rows[2].key
+
+
+def test_clock_normalization_is_what_keeps_compute_bound_cases_quiet():
+    # Common mode off and one fixed 2% floor, so only the normalization differs:
+    # compute-bound cases then carry the full ±14% run clock swing.
+    def flagged(opts):
+        n = 0
+        for s in range(30):
+            res = compare(*simulate_pair(CFG, seed=s), options=opts)
+            n += sum(c.verdict in ("regressed", "improved") for c in res.cases
+                     if c.clock_exponent == 1.0)
+        return n
+
+    raw = flagged(CompareOptions(clock_normalize=False, common_mode=False, min_effect_pct=2.0))
+    cycles = flagged(CompareOptions(common_mode=False, min_effect_pct=2.0))
+    assert raw >= 100 and cycles <= 3
+
+
+def test_suite_wide_shift_is_reported_and_fails_only_with_clocks():
+    base, cur = simulate_pair(CFG, seed=4)
+    slow = replace(cur, rows=tuple(replace(r, repeats_us=tuple(x * 1.09 for x in r.repeats_us),
+                                           median_us=r.median_us * 1.09) for r in cur.rows))
+    res = compare(base, slow)
+    assert res.suite.verdict == "regressed" and res.regressed
+    assert not any(c.verdict == "regressed" for c in res.cases)  # judged on residuals
+    assert any("9% slower" in n for n in res.notes)
+    res_nc = compare(without_clocks(base), without_clocks(slow))
+    assert res_nc.suite.verdict == "inconclusive" and not res_nc.regressed and res_nc.inconclusive
+
+
+def test_broken_added_removed_and_skipped():
+    base = _table([_row("a"), _row("b"), _row("c"), _row("d", status="skip")])
+    cur = _table([_row("a"), _row("b", status="error", message="boom"), _row("e"),
+                  _row("d", status="skip")])
+    res = compare(base, cur)
+    got = {c.kernel: c.verdict for c in res.cases}
+    assert got == {"a": "unchanged", "b": "broken", "c": "removed", "e": "added", "d": "skipped"}
+    assert res.regressed
+    assert res.cases[0].verdict == "broken"
+
+
+def test_fixed_case_is_not_a_regression():
+    res = compare(_table([_row("a", status="fail")]), _table([_row("a")]))
+    assert res.cases[0].verdict == "fixed" and not res.regressed
+
+
+def test_too_few_repeats_is_inconclusive_not_unchanged():
+    res = compare(_table([_row("a", reps=(10.0, 10.1, 9.9))]),
+                  _table([_row("a", reps=(10.0, 10.05, 9.95))]))
+    assert res.cases[0].verdict == "inconclusive"
+    assert "too few repeats" in res.cases[0].reason
+
+
+def test_straddling_the_floor_is_inconclusive():
+    # A clean, significant 2% shift against a 2% floor: interval straddles it.
+    base = [10.0 + 0.01 * i for i in range(7)]
+    cur = [10.2 + 0.01 * i for i in range(7)]
+    res = compare(_table([_row("a", reps=base)]), _table([_row("a", reps=cur)]),
+                  options=CompareOptions(min_effect_pct=2.0, common_mode=False))
+    c = res.cases[0]
+    assert c.p_value < 0.01 and c.ci_low < 1.02 < c.ci_high
+    assert c.verdict == "inconclusive"
+
+
+def test_threshold_only_for_single_values():
+    base = _table([_row("a", reps=(10.0,)), _row("b", reps=(10.0,))], fmt="flydsl")
+    cur = _table([_row("a", reps=(11.0,)), _row("b", reps=(10.1,))], fmt="flydsl")
+    res = compare(base, cur, options=CompareOptions(min_effect_pct=5.0))
+    got = {c.kernel: c.verdict for c in res.cases}
+    assert got == {"a": "regressed", "b": "unchanged"}
+    assert res.threshold_only and any("threshold-only" in n for n in res.notes)
+    assert all(c.p_value is None for c in res.cases)
+
+
+def test_few_cases_without_clocks_get_the_swing_floor():
+    res = compare(_table([_row("a")]), _table([_row("a", reps=(11.0,) * 7)]))
+    # One case, no clocks, compute-bound on gfx950: ±14% swings => ~33% floor.
+    assert res.cases[0].floor_pct > 30
+    assert res.cases[0].verdict == "inconclusive"
+
+
+def test_weighted_speedup_and_geomean():
+    base = _table([_row("a", reps=(10.0,) * 7, weight=3.0), _row("b", reps=(1.0,) * 7)])
+    cur = _table([_row("a", reps=(5.0,) * 7, weight=3.0), _row("b", reps=(2.0,) * 7)])
+    s = compare(base, cur).summary
+    assert s.weighted_speedup == pytest.approx((30 + 1) / (15 + 2))
+    assert s.geomean_ratio == pytest.approx(1.0)

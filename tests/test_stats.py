@@ -1,0 +1,100 @@
+import math
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+from perfci import stats
+
+
+@pytest.mark.parametrize("n1,n2", [(7, 7), (3, 5), (10, 4), (20, 20)])
+def test_mwu_matches_scipy_exact(n1, n2):
+    rng = np.random.default_rng(n1 * 100 + n2)
+    for _ in range(20):
+        x, y = rng.normal(size=n1), rng.normal(0.7, size=n2)
+        ours = stats.mann_whitney(x, y)
+        ref = ss.mannwhitneyu(y, x, method="exact")
+        assert ours.method == "exact"
+        assert ours.u == ref.statistic
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_mwu_with_ties_uses_normal_and_matches_scipy():
+    x, y = [1, 2, 2, 3, 3, 3, 4], [2, 3, 4, 4, 5, 5, 6]
+    ours = stats.mann_whitney(x, y)
+    ref = ss.mannwhitneyu(y, x, method="asymptotic", use_continuity=True)
+    assert ours.method == "normal"
+    assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_all_equal_samples_are_not_significant():
+    assert stats.mann_whitney([5.0] * 7, [5.0] * 7).p_value == 1.0
+
+
+def test_seven_vs_seven_reaches_bh_threshold_for_60_cases():
+    # The design relies on this: a lone case fully separated at 7 vs 7 must pass
+    # BH at alpha 0.05 among 60 tests (smallest rank threshold 0.05/60).
+    p = stats.mann_whitney(np.arange(7.0), np.arange(7.0) + 100).p_value
+    assert p == pytest.approx(2 / math.comb(14, 7))
+    assert p == pytest.approx(stats.min_pvalue(7, 7), rel=1e-12)
+    q = stats.benjamini_hochberg([p] + [0.5] * 59)
+    assert q[0] <= 0.05
+    # ...and one swapped pair (U = 1) is not enough.
+    y = np.arange(7.0) + 100
+    y[0] = 5.5
+    p1 = stats.mann_whitney(np.arange(7.0), y).p_value
+    assert stats.benjamini_hochberg([p1] + [0.5] * 59)[0] > 0.05
+
+
+def test_bh_matches_scipy_and_ignores_nan():
+    rng = np.random.default_rng(3)
+    p = rng.uniform(size=40) ** 3
+    assert np.allclose(stats.benjamini_hochberg(p), ss.false_discovery_control(p))
+    with_nan = np.concatenate([p, [np.nan, np.nan]])
+    q = stats.benjamini_hochberg(with_nan)
+    assert np.isnan(q[-2:]).all()
+    assert np.allclose(q[:-2], ss.false_discovery_control(p))
+
+
+def test_hodges_lehmann_recovers_shift_and_covers():
+    rng = np.random.default_rng(11)
+    covered = 0
+    for _ in range(400):
+        x, y = rng.normal(size=7), rng.normal(size=7) + 0.8
+        s = stats.hodges_lehmann(x, y)
+        assert s.confident and s.low <= s.estimate <= s.high
+        covered += s.low <= 0.8 <= s.high
+    # Moses intervals are conservative: coverage >= 95% up to sampling error.
+    assert covered / 400 >= 0.93
+
+
+def test_hodges_lehmann_too_few_samples_is_not_confident():
+    s = stats.hodges_lehmann([1.0, 2.0], [3.0, 4.0])
+    assert not s.confident
+    assert (s.low, s.high) == (1.0, 3.0)
+
+
+def test_bootstrap_is_seeded():
+    x, y = [1.0, 1.1, 0.9, 1.05, 0.95], [1.2, 1.3, 1.25, 1.22, 1.28]
+    a = stats.bootstrap_shift(x, y, seed=5)
+    b = stats.bootstrap_shift(x, y, seed=5)
+    assert a == b and a.low > 0
+
+
+def test_common_mode_split_and_guards():
+    rng = np.random.default_rng(0)
+    e = np.array([0.0] * 10 + [1.0] * 10 + [0.5] * 4)
+    r = 0.01 + 0.12 * e + rng.normal(0, 0.002, e.size)
+    r[3] += 0.2  # one real regression must not move a median
+    cm = stats.common_mode(r, e)
+    assert cm.method == "split"
+    assert cm.memory == pytest.approx(0.01, abs=0.003)
+    assert cm.clock == pytest.approx(0.12, abs=0.004)
+    assert stats.common_mode(r[:4], e[:4]).method == "none"
+    pooled = stats.common_mode(r[10:20], e[10:20])
+    assert pooled.method == "pooled" and pooled.clock == 0.0
+
+
+def test_empty_side_is_a_caller_bug():
+    with pytest.raises(ValueError):
+        stats.mann_whitney([], [1.0])
