@@ -354,14 +354,19 @@ def persistent_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: 
 # tiles for M=64, the case seed 002 measured m_fast on). BLOCK_K is long because
 # decode is a weight stream: each program should issue big, K-contiguous loads.
 # SPLIT_K is filled in by :func:`splitk_split` from the SM/CU count.
-def splitk_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: int) -> KernelConfig:
+def splitk_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: int, sms: int) -> KernelConfig:
     vendor = kind[0]
     if vendor not in ("nvidia", "amd"):
         return _INTERP
     bytes_per = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[dtype_key]
     block_k = {4: 64, 2: 128, 1: 256}[bytes_per]
     if vendor == "nvidia":
-        return KernelConfig(BLOCK_M=16, BLOCK_N=64, BLOCK_K=block_k, num_warps=4, num_stages=3)
+        # Wide N already gives >= 2 waves without splitting; then a 16x128 tile
+        # with half the K depth measured ~20% faster on H200 (64x14336x4096 bf16:
+        # 57 us vs 72 us), since each program re-reads A for fewer N columns.
+        if -(-m // 16) * -(-n // 64) >= 2 * sms:
+            return KernelConfig(BLOCK_M=16, BLOCK_N=128, BLOCK_K=block_k // 2, num_warps=4, num_stages=4)
+        return KernelConfig(BLOCK_M=16, BLOCK_N=64, BLOCK_K=block_k, num_warps=4, num_stages=4)
     block_m = 16 if m <= 16 else 32
     return KernelConfig(
         BLOCK_M=block_m,
@@ -375,13 +380,15 @@ def splitk_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: int)
 
 
 def splitk_split(num_programs_mn: int, k_tiles: int, sms: int) -> int:
-    """Split count so that (M tiles x N tiles x split) covers every SM/CU once.
+    """Split count so that (M tiles x N tiles x split) covers every SM/CU twice.
 
-    More splits than that only add fp32 partial traffic; fewer leave SMs idle
-    while the weight streams. Each split keeps at least two BLOCK_K steps so
-    the pipeline has something to overlap, and 32 caps the workspace.
+    Two programs per SM/CU let one program's loads overlap the other's tail;
+    on an H200 (bf16, M=32..64, N=1024..4096) doubling the one-wave split cut
+    the kernel time by 10-15%. More splits only add fp32 partial traffic. Each
+    split keeps at least two BLOCK_K steps so the pipeline has something to
+    overlap, and 32 caps the workspace.
     """
-    want = -(-sms // max(1, num_programs_mn))
+    want = -(-2 * sms // max(1, num_programs_mn))
     return max(1, min(want, max(1, k_tiles // 2), 32))
 
 
@@ -392,10 +399,14 @@ def splitk_split(num_programs_mn: int, k_tiles: int, sms: int) -> int:
 def gemv_config(kind: tuple[str, str], dtype_key: str, n: int, k: int, sms: int) -> KernelConfig:
     if kind[0] not in ("nvidia", "amd"):
         return KernelConfig(BLOCK_M=1, BLOCK_N=8, BLOCK_K=16, num_warps=1, num_stages=1)
-    block_k = 256 if dtype_key == "fp32" else 512
     block_n = 128
     while block_n > 8 and -(-n // block_n) < 2 * sms:
         block_n //= 2
+    # Keep the per-program tile at 8K elements (4K for fp32): on H200 (bf16,
+    # 4096x4096) 8x1024 ran in 19 us vs 24.5 us for 8x512, and 32x1024 spilled
+    # registers (132 us).
+    elems = 4096 if dtype_key == "fp32" else 8192
+    block_k = min(1024, elems // block_n)
     if kind[0] == "amd":
         return KernelConfig(BLOCK_M=1, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=4, num_stages=2, waves_per_eu=2)
     return KernelConfig(BLOCK_M=1, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=4, num_stages=3)

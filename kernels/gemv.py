@@ -68,6 +68,11 @@ def gemv(a, b, *, out=None, config=None):
     out: optional (1, N) contiguous output; config: dict or KernelConfig
     (reads BLOCK_N, BLOCK_K, num_warps, num_stages, and waves_per_eu on AMD).
     """
+    return gemv_launcher(a, b, out=out, config=config)()
+
+
+def gemv_launcher(a, b, *, out=None, config=None):
+    """Check and bind everything once; return a zero-argument call that only launches (for timing)."""
     # (1) Check the inputs.
     M, N, K, out_dtype, kind = _configs.check_gemm_operands(a, b, "gemv")
     if M != 1:
@@ -78,14 +83,19 @@ def gemv(a, b, *, out=None, config=None):
     cfg = _configs.resolve(default, config, kind, min_block=1)
     # (2) Allocate the output, or take the caller's.
     c = _configs.check_out(out, 1, N, out_dtype, a.device, "gemv")
-    # (3) Launch: one program per BLOCK_N outputs.
-    gemv_kernel[(triton.cdiv(N, cfg.BLOCK_N),)](
+    # (3) Bind the launch: one program per BLOCK_N outputs.
+    launch = gemv_kernel[(triton.cdiv(N, cfg.BLOCK_N),)]
+    args = (
         a, b, c,
         N, K,
         a.stride(1),
         b.stride(0), b.stride(1),
         c.stride(1),
-        BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K,
-        **_configs.launch_options(cfg, kind),
     )
-    return c
+    kwargs = dict(BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K, **_configs.launch_options(cfg, kind))
+
+    def run():
+        launch(*args, **kwargs)
+        return c
+
+    return run

@@ -243,17 +243,15 @@ def _prepare_tiled(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_cpu(spec, device, triton_kernel=True)
     import torch
 
-    from kernels.matmul_tiled import matmul_tiled
+    from kernels.matmul_tiled import matmul_tiled_launcher
 
     epilogue = str(spec.variant.get("epilogue", "none"))
     a, w, bias, out_dtype = _make_inputs(spec, device, seed, bias=epilogue != "none")
     b = w.t()
     out = torch.empty((spec.m, spec.n), dtype=out_dtype, device=device)
     config = _config_from_variant(spec.variant) or None
-
-    def run():
-        return matmul_tiled(a, b, bias=bias, epilogue=epilogue, out=out, config=config)
-
+    # Checks and argument binding happen here, once; run is the bare launch.
+    run = matmul_tiled_launcher(a, b, bias=bias, epilogue=epilogue, out=out, config=config)
     return Prepared(run, out, _reference(a, w, bias, epilogue), TOLERANCE[spec.dtype], _poisoner(out))
 
 
@@ -280,7 +278,7 @@ def _prepare_splitk(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_cpu(spec, device, triton_kernel=True)
     import torch
 
-    from kernels.splitk_decode import alloc_workspace, splitk_decode
+    from kernels.splitk_decode import alloc_workspace, splitk_decode_launcher
 
     a, w, _, out_dtype = _make_inputs(spec, device, seed, bias=False)
     b = w.t()
@@ -291,10 +289,7 @@ def _prepare_splitk(spec: CaseSpec, device, seed: int) -> Prepared:
     # Allocated here, outside the timed region, and sized by the same planner
     # the kernel uses.
     workspace = alloc_workspace(a, b, split_k=split_k, config=config)
-
-    def run():
-        return splitk_decode(a, b, m_fast=m_fast, split_k=split_k, out=out, workspace=workspace, config=config)
-
+    run = splitk_decode_launcher(a, b, m_fast=m_fast, split_k=split_k, out=out, workspace=workspace, config=config)
     return Prepared(run, out, _reference(a, w, None, "none"), TOLERANCE[spec.dtype], _poisoner(out, workspace))
 
 
@@ -321,16 +316,13 @@ def _prepare_gemv(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_cpu(spec, device, triton_kernel=True)
     import torch
 
-    from kernels.gemv import gemv
+    from kernels.gemv import gemv_launcher
 
     a, w, _, out_dtype = _make_inputs(spec, device, seed, bias=False)
     b = w.t()
     out = torch.empty((1, spec.n), dtype=out_dtype, device=device)
     config = _config_from_variant(spec.variant) or None
-
-    def run():
-        return gemv(a, b, out=out, config=config)
-
+    run = gemv_launcher(a, b, out=out, config=config)
     return Prepared(run, out, _reference(a, w, None, "none"), TOLERANCE[spec.dtype], _poisoner(out))
 
 
@@ -352,16 +344,13 @@ def _prepare_persistent(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_cpu(spec, device, triton_kernel=True)
     import torch
 
-    from kernels.matmul_persistent import matmul_persistent
+    from kernels.matmul_persistent import matmul_persistent_launcher
 
     a, w, _, out_dtype = _make_inputs(spec, device, seed, bias=False)
     b = w.t()
     out = torch.empty((spec.m, spec.n), dtype=out_dtype, device=device)
     config = _config_from_variant(spec.variant) or None
-
-    def run():
-        return matmul_persistent(a, b, out=out, config=config)
-
+    run = matmul_persistent_launcher(a, b, out=out, config=config)
     return Prepared(run, out, _reference(a, w, None, "none"), TOLERANCE[spec.dtype], _poisoner(out))
 
 

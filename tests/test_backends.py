@@ -149,11 +149,13 @@ def test_broken_launch_is_caught_by_poison(kernel, module, attr, monkeypatch):
     import torch
 
     spec = CaseSpec(kernel, 1 if kernel == "gemv" else 32, 32, 64, "fp32")
-    prepared = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
-    assert _gate(prepared) <= prepared.tolerance  # healthy first
+    healthy = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+    assert _gate(healthy) <= healthy.tolerance
+    # prepare binds the kernel, so patch before preparing the broken case.
     mod = importlib.import_module(module)
     monkeypatch.setattr(mod, attr, _OneProgramShort(getattr(mod, attr)))
-    assert _gate(prepared) == math.inf
+    broken = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+    assert _gate(broken) == math.inf
 
 
 @needs_interpreter
@@ -181,9 +183,9 @@ def test_amd_variant_on_non_hip_device_is_refused():
 
     spec = CaseSpec("matmul_tiled", 16, 16, 16, "fp32", {"waves_per_eu": 2})
     assert get_backend("matmul_tiled").check(spec) is None  # the suite may target MI300
-    prepared = get_backend("matmul_tiled").prepare(spec, torch.device("cpu"), 0)
+    # prepare raises ValueError, which the worker records as a skip on this device.
     with pytest.raises(ValueError, match="only exist on AMD"):
-        prepared.run()
+        get_backend("matmul_tiled").prepare(spec, torch.device("cpu"), 0)
 
 
 @pytest.mark.parametrize(

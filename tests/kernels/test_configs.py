@@ -26,8 +26,10 @@ def test_amd_knobs_only_reach_hip_launches():
     # The same config launched on NVIDIA must not carry them.
     assert set(_configs.launch_options(cfg, NV)) == {"num_warps", "num_stages"}
     for kind in (NV, ("interpreter", "cpu")):
-        for table in (_configs.tiled_config, _configs.persistent_config, _configs.splitk_config):
+        for table in (_configs.tiled_config, _configs.persistent_config):
             c = table(kind, "fp16", 32, 4096, 4096)
+            assert (c.waves_per_eu, c.matrix_instr_nonkdim, c.kpack) == (None, None, None)
+        for c in (_configs.splitk_config(kind, "fp16", 32, 4096, 4096, 132), _configs.gemv_config(kind, "fp16", 4096, 4096, 132)):
             assert (c.waves_per_eu, c.matrix_instr_nonkdim, c.kpack) == (None, None, None)
 
 
@@ -46,14 +48,18 @@ def test_whole_kernelconfig_override_replaces_the_default():
 
 
 def test_splitk_decode_tables():
-    assert _configs.splitk_config(NV, "bf16", 8, 4096, 4096).BLOCK_M == 16
-    assert _configs.splitk_config(MI300, "bf16", 64, 4096, 4096).BLOCK_M == 32
-    assert _configs.splitk_config(MI300, "bf16", 16, 4096, 4096).BLOCK_M == 16
+    assert _configs.splitk_config(NV, "bf16", 8, 4096, 4096, 132).BLOCK_M == 16
+    assert _configs.splitk_config(NV, "bf16", 64, 4096, 4096, 132).BLOCK_N == 64
+    assert _configs.splitk_config(NV, "bf16", 64, 14336, 4096, 132).BLOCK_N == 128  # >= 2 waves unsplit
+    assert _configs.splitk_config(MI300, "bf16", 64, 4096, 4096, 304).BLOCK_M == 32
+    assert _configs.splitk_config(MI300, "bf16", 16, 4096, 4096, 304).BLOCK_M == 16
 
 
 def test_gemv_block_n_shrinks_to_fill_the_device():
-    assert _configs.gemv_config(NV, "bf16", 65536, 4096, sms=132).BLOCK_N == 128
-    assert _configs.gemv_config(NV, "bf16", 1024, 4096, sms=132).BLOCK_N == 8
+    big = _configs.gemv_config(NV, "bf16", 65536, 4096, sms=132)
+    small = _configs.gemv_config(NV, "bf16", 1024, 4096, sms=132)
+    assert (big.BLOCK_N, big.BLOCK_K) == (128, 64)
+    assert (small.BLOCK_N, small.BLOCK_K) == (8, 1024)
 
 
 def test_fp8_flavour_per_arch():

@@ -40,10 +40,11 @@ def test_k_not_a_multiple_of_block_k_times_split(split_k, K, operands, reference
 
 
 def test_default_split_fills_the_pretend_sms(operands):
-    # The interpreter pretends to have 4 SMs: one M tile x one N tile needs 4
-    # K slices to give each of them work (K=256 has 16 blocks, so no cap applies).
+    # The interpreter pretends to have 4 SMs: one M tile x one N tile needs 8
+    # K slices to give each of them two programs (K=256 has 16 blocks, so
+    # the two-blocks-per-slice floor allows 8).
     a, w = operands(4, 16, 256, torch.float32)
-    assert alloc_workspace(a, w.t()).shape == (4, 4, 16)
+    assert alloc_workspace(a, w.t()).shape == (8, 4, 16)
 
 
 def test_workspace_and_out_are_used_in_place(operands, reference, rel_err):
@@ -107,5 +108,5 @@ def test_config_split_is_honoured(operands):
 
 def test_split_heuristic_is_bounded():
     assert _configs.splitk_split(num_programs_mn=2, k_tiles=100, sms=132) == 32  # capped workspace
-    assert _configs.splitk_split(num_programs_mn=200, k_tiles=100, sms=132) == 1  # already full
+    assert _configs.splitk_split(num_programs_mn=300, k_tiles=100, sms=132) == 1  # already two waves
     assert _configs.splitk_split(num_programs_mn=16, k_tiles=6, sms=304) == 3  # >= 2 K blocks per slice
