@@ -181,6 +181,7 @@ def main(argv: list[str]) -> int:
     with open(argv[0], encoding="utf-8") as fh:
         request = json.load(fh)
     try:
+        _inject_fault(os.environ.get("PERFCI_TEST_FAULT", ""), spec_from_dict(request["spec"]).label)
         result = measure(request)
     except Exception as err:  # noqa: BLE001 - any failure becomes this case's 'error' row
         oom = "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
@@ -192,6 +193,31 @@ def main(argv: list[str]) -> int:
         json.dump(result, fh, default=_json_default)
     os.replace(tmp, argv[1])
     return 0
+
+
+def _inject_fault(fault: str, label: str) -> None:
+    """Let the tests prove isolation with real crashes, hangs and OOMs.
+
+    ``PERFCI_TEST_FAULT=KIND`` or ``KIND@KERNEL_LABEL`` (only that case).
+    """
+    kind, _, target = fault.partition("@")
+    if target and target != label:
+        return
+    if kind == "segv":
+        import signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "hang":
+        import subprocess
+        # A grandchild that would outlive a plain kill of the worker: the runner
+        # must take the whole process group.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        pid_file = os.environ.get("PERFCI_TEST_FAULT_PIDFILE")
+        if pid_file:
+            with open(pid_file, "w") as fh:
+                fh.write(str(child.pid))
+        time.sleep(3600)
+    elif kind == "oom":
+        raise MemoryError("out of memory (injected)")
 
 
 def _json_default(value):

@@ -1,0 +1,125 @@
+import os
+
+import pytest
+
+from perfci.errors import PerfciError
+from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
+from perfci.results import (COLUMNS, atomic_write_text, parse_shape, read_results, result_to_row,
+                            write_results)
+
+ENV = Environment(device_name="NVIDIA H200", arch="sm_90", vendor="nvidia", git_sha="abc123",
+                  timestamp="2026-11-29T12:00:00Z")
+
+
+def make_result(kernel="splitk_decode", variant=None, m=16, status="ok", medians=(10.0, 11.0, 9.0)):
+    spec = CaseSpec(kernel=kernel, m=m, n=1024, k=6144, dtype="bf16", variant=variant or {}, weight=2.0)
+    repeats = tuple(RepeatSample(median_us=v, sclk_mhz=1500.0 + i, throttled=i == 0)
+                    for i, v in enumerate(medians)) if status == "ok" else ()
+    return CaseResult(spec=spec, status=status, repeats=repeats, iters=70,
+                      message="" if status == "ok" else "boom\nsecond line")
+
+
+def test_round_trip_keeps_repeats_clocks_and_derived_metrics(tmp_path):
+    ok = make_result(variant={"m_fast": 1})
+    failed = make_result(m=4, status="fail")
+    path = tmp_path / "r.csv"
+    write_results(path, [result_to_row(ok, ENV, "decode", 788.0, 4.3), result_to_row(failed, ENV, "decode")])
+    header = path.read_text().splitlines()[0].split(",")
+    assert header == list(COLUMNS)
+    table = read_results(path)
+    assert table.format == "perfci"
+    first, second = table.rows
+    assert first.key == ("splitk_decode[m_fast=1]", "16x1024x6144", "bf16")
+    assert first.median_us == 10.0  # median of the three repeat medians
+    assert first.repeats_us == (10.0, 11.0, 9.0)
+    assert first.sclk_mhz == (1500.0, 1501.0, 1502.0)
+    assert first.throttled == (True, False, False)
+    assert first.weight == 2.0
+    assert first.tflops == pytest.approx(2 * 16 * 1024 * 6144 / 10e-6 / 1e12, rel=1e-3)
+    assert (first.m, first.n, first.k) == (16, 1024, 6144)
+    assert second.status == "fail" and second.median_us is None
+    assert "\n" not in second.message  # one line per row, whatever the worker said
+
+
+def test_roofline_is_the_larger_of_compute_and_memory_floor(tmp_path):
+    row = result_to_row(make_result(), ENV, "decode", 788.0, 4.3)
+    spec = make_result().spec
+    floor_us = max(spec.flops / 788e12, spec.min_bytes / 4.3e12) * 1e6
+    assert float(row["roofline_pct"]) == pytest.approx(100 * floor_us / 10.0, abs=0.06)
+    assert result_to_row(make_result(), ENV)["roofline_pct"] == ""  # unknown device: no invented peak
+
+
+def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
+    path = tmp_path / "keep.csv"
+    path.write_text("old contents\n")
+
+    class Boom(str):
+        pass
+
+    with pytest.raises(TypeError):
+        atomic_write_text(path, 12345)  # not text: the write fails midway
+    assert path.read_text() == "old contents\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.csv"]  # no temp file left behind
+
+
+def test_parse_shape():
+    assert parse_shape("5120x5120x8320_tile64x256x128") == (5120, 5120, 8320)
+    assert parse_shape("attention") is None
+
+
+def test_flydsl_csv_is_accepted(tmp_path):
+    path = tmp_path / "flydsl.csv"
+    path.write_text("op,shape,dtype,tbps,tflops,status\n"
+                    "preshuffle_gemm,5120x5120x8320_tile64x256x128,bf16,1.234,500.000,ok\n"
+                    "hgemm,2048x2048x2048,fp16,-,-,missing\n"
+                    "softmax,rows4096,bf16,3.100,-,ok\n")
+    table = read_results(path)
+    assert table.format == "flydsl" and not table.has_repeats
+    gemm, missing, softmax = table.rows
+    assert gemm.median_us == pytest.approx(2 * 5120 * 5120 * 8320 / 500e12 * 1e6)
+    assert missing.status == "error" and missing.median_us is None
+    assert softmax.median_us == pytest.approx(1e6 / 3.1)  # no shape: 1/throughput stands in
+
+
+GOOD_HEADER = "kernel,shape,dtype,median_us,repeats_us,status\n"
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("", "the file is empty"),
+    ("kernel,shape,dtype\nk,1x2x3,bf16\n", "line 1: missing column(s) median_us, repeats_us, status"),
+    (GOOD_HEADER, "has a header but no rows"),
+    (GOOD_HEADER + "k,1x2x3,bf16,nan,1;2,ok\n", "line 2, column 'median_us': 'nan' is not a finite number"),
+    (GOOD_HEADER + "k,1x2x3,bf16,-4,1;2,ok\n", "line 2, column 'median_us': -4 must be greater than zero"),
+    (GOOD_HEADER + "k,1x2x3,bf16,0,1;2,ok\n", "line 2, column 'median_us': 0 must be greater than zero"),
+    (GOOD_HEADER + "k,1x2x3,bf16,fast,1;2,ok\n", "line 2, column 'median_us': 'fast' is not a number"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,1;x,ok\n", "line 2, column 'repeats_us': 'x' is not a number"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,1;2,great\n", "line 2, column 'status': 'great' is not one of"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,3,ok\nk,1x2x3,bf16,4,4,ok\n",
+     "line 3, column 'kernel': duplicate case k,1x2x3,bf16 (first on line 2)"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,M\nk,1x2x3,bf16,3,3,ok,two\n",
+     "line 2, column 'M': 'two' is not an integer"),
+    ("op,shape,dtype,tbps,tflops,status\nop,1x2x3,bf16,-,-,ok\n", "line 2, column 'tflops': an ok row needs"),
+])
+def test_bad_files_name_file_line_and_column(tmp_path, body, expected):
+    path = tmp_path / "bad.csv"
+    path.write_text(body)
+    with pytest.raises(PerfciError) as err:
+        read_results(path)
+    message = str(err.value)
+    assert message.startswith(str(path))
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_missing_and_directory_inputs(tmp_path):
+    with pytest.raises(PerfciError, match="no such file"):
+        read_results(tmp_path / "nope.csv")
+    with pytest.raises(PerfciError, match="is a directory"):
+        read_results(tmp_path)
+
+
+def test_non_ok_rows_may_have_no_time(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(GOOD_HEADER + "k,1x2x3,bf16,,,timeout\n")
+    (row,) = read_results(path).rows
+    assert row.status == "timeout" and row.median_us is None and os.path.exists(path)

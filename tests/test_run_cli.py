@@ -1,0 +1,146 @@
+"""``perfci run`` as a user runs it: a process, its stdout/stderr, its exit code."""
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perfci.errors import PerfciError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TWO_CASES = """
+name = "tiny"
+devices = ["cpu", "cuda"]
+dtype = "fp32"
+
+[[cases]]
+kernel = "torch_matmul"
+M = [8, 16]
+N = 16
+K = 32
+"""
+
+
+def perfci(*args, env=None, cwd=ROOT, timeout=300):
+    return subprocess.run([sys.executable, "-m", "perfci", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def read_rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture
+def tiny_suite(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TWO_CASES)
+    return path
+
+
+def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite):
+    out = tmp_path / "r.csv"
+    # Both cases crash; the second still runs, because every case has its own process.
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--iters", "60",
+                  "--repeats", "3", env={"PERFCI_TEST_FAULT": "segv"}, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    rows = read_rows(out)
+    assert [r["status"] for r in rows] == ["error", "error"]
+    assert "SIGSEGV" in rows[0]["message"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite):
+    out = tmp_path / "r.csv"
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(out)
+    assert [r["shape"] for r in rows] == ["8x16x32", "16x16x32"]
+    for row in rows:
+        assert row["status"] == "ok" and row["kernel"] == "torch_matmul"
+        repeats = [float(v) for v in row["repeats_us"].split(";")]
+        assert len(repeats) == 7 and row["iters"] == "70"
+        assert float(row["median_us"]) == sorted(repeats)[3]
+        assert row["arch"] == "cpu" and row["timestamp"] and float(row["rel_error"]) < 1e-5
+    assert "| torch_matmul | 8x16x32 | fp32 |" in proc.stdout
+
+
+def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite):
+    out, pid_file = tmp_path / "r.csv", tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--timeout", "8",
+                  "--filter", "M=8", env={"PERFCI_TEST_FAULT": "hang", "PERFCI_TEST_FAULT_PIDFILE": str(pid_file)},
+                  timeout=120)
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 1
+    (row,) = read_rows(out)
+    assert row["status"] == "timeout" and "killed" in row["message"]
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(grandchild, 0)  # the worker's own child died with the group
+
+
+def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite):
+    out = tmp_path / "r.csv"
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16",
+                  env={"PERFCI_TEST_FAULT": "oom"}, timeout=120)
+    assert proc.returncode == 1
+    (row,) = read_rows(out)
+    assert row["status"] == "error" and row["message"] == "out of memory"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "decoder", "--out", "x.csv"], "unknown suite 'decoder'"),
+    (["run", "decode", "--out", "x.csv", "--device", "cpu"], "sized for cuda"),
+    (["run", "smoke", "--out", "x.csv", "--iters", "10"], "--iters 10: use 60..80"),
+    (["run", "smoke", "--out", "x.csv", "--filter", "M=999"], "no case of suite 'smoke' matches"),
+    (["run", "smoke", "--out", "x.csv", "--shard", "5/4"], "--shard 5/4"),
+    (["run", "smoke"], "the following arguments are required: --out"),
+    (["run", "missing.toml", "--out", "x.csv"], "suite file missing.toml does not exist"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    proc = perfci(*args, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert message in lines[-1] and "Traceback" not in proc.stderr
+    assert not (ROOT / "x.csv").exists()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("name = 'b'\n[[cases]]\nkernel = 'gemv'\nM = 4\nN = 8\nK = 8\ndtype = 'fp32'\n", "gemv 4x8x8 fp32: "),
+    ("name = 'b'\n[[cases]]\nkernel = 'warp_drive'\nM = 4\nN = 8\nK = 8\n", "unknown kernel 'warp_drive'"),
+    ("name = 'b'\n[[cases]]\nkernel = 'gemv'\nM = 1\nN = 8\nK = 8\ndtype = 'int3'\n", "unknown dtype 'int3'"),
+    ("name = 'b'\n[[cases]\n", "not valid TOML"),
+])
+def test_bad_suite_files(tmp_path, body, message):
+    suite = tmp_path / "bad.toml"
+    suite.write_text(body)
+    proc = perfci("run", str(suite), "--out", str(tmp_path / "x.csv"), timeout=60)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_gpu_lock_makes_a_second_run_wait_then_give_up(tmp_path, monkeypatch):
+    from perfci.runner import gpu_lock
+
+    monkeypatch.setenv("PERFCI_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    monkeypatch.delenv("HIP_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("ROCR_VISIBLE_DEVICES", raising=False)
+    notes = []
+    first = gpu_lock(1.0, notes.append)
+    try:
+        with pytest.raises(PerfciError, match="stayed locked"):
+            # A second run in another process would block the same way; filelock
+            # locks are per-object, so a second object stands in for it.
+            gpu_lock(0.3, notes.append)
+        assert notes and "waiting for GPU" in notes[0]
+    finally:
+        first.release()
+    gpu_lock(0.3, notes.append).release()  # free again once released

@@ -1,0 +1,112 @@
+import pytest
+
+from perfci.errors import PerfciError
+from perfci.model import CaseSpec
+from perfci.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
+                           project_root, select_cases)
+
+ROOT = project_root()
+accept_all = lambda spec: None  # noqa: E731
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_SUITES))
+def test_builtin_suites_load_against_the_real_backends(name):
+    suite = load_suite(name, ROOT)
+    assert suite.name == name
+    assert len({c.key for c in suite.cases}) == len(suite.cases)
+
+
+def test_decode_suite_has_seed002_rows_with_both_grid_orders():
+    suite = load_suite("decode", ROOT)
+    for group, (n, k) in {"seed002-qkv": (1024, 6144), "seed002-o": (6144, 768),
+                          "seed002-router": (192, 6144), "seed002-shared-down": (6144, 224)}.items():
+        rows = [c for c in suite.cases if c.group == group]
+        assert {(c.m, c.variant["m_fast"]) for c in rows} == {(m, f) for m in (1, 4, 16, 64) for f in (0, 1)}
+        assert all((c.n, c.k) == (n, k) and c.dtype == "bf16" for c in rows)
+
+
+def test_smoke_runs_on_cpu_and_the_others_do_not():
+    assert "cpu" in load_suite("smoke", ROOT).devices
+    assert load_suite("prefill", ROOT).devices == ("cuda",)
+
+
+def test_entry_expands_to_the_cartesian_product():
+    data = {"name": "t", "cases": [{"kernel": ["a", "b"], "variants": [{"x": 0}, {"x": 1}],
+                                    "M": [1, 2], "N": 8, "K": [16, 32], "dtype": "fp16"}]}
+    suite = parse_suite(data, "t.toml", accept_all)
+    assert len(suite.cases) == 2 * 2 * 2 * 2
+    assert CaseSpec("b", 2, 8, 32, "fp16", {"x": 1}) in suite.cases
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"cases": [{}]}, "needs a 'name'"),
+    ({"name": "t"}, "needs at least one [[cases]]"),
+    ({"name": "t", "bogus": 1, "cases": []}, "unknown top-level key(s) bogus"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2}]}, "entry 1: missing 'K'"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "colour": 1}]}, "unknown key(s) colour"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": "1", "N": 2, "K": 3}]}, "'M': expected int"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": True, "N": 2, "K": 3}]}, "'M': expected int"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 0, "N": 2, "K": 3}]}, "'M' must be positive"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "dtype": "fp4"}]}, "unknown dtype 'fp4'"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "weight": -1}]}, "'weight' must be"),
+    ({"name": "t", "devices": ["tpu"], "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}]}, "not tpu"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}, {"kernel": "a", "M": 1, "N": 2, "K": 3}]},
+     "declared twice"),
+])
+def test_malformed_suites_say_what_and_where(data, message):
+    with pytest.raises(PerfciError) as err:
+        parse_suite(data, "bad.toml", accept_all)
+    assert message in str(err.value) and str(err.value).startswith("bad.toml")
+
+
+def test_a_shape_the_kernel_cannot_take_is_rejected_at_load():
+    data = {"name": "t", "cases": [{"kernel": "gemv", "M": 4, "N": 64, "K": 64, "dtype": "fp32"}]}
+    with pytest.raises(PerfciError, match="gemv 4x64x64 fp32"):
+        parse_suite(data, "t.toml")
+    data = {"name": "t", "cases": [{"kernel": "nope", "M": 1, "N": 64, "K": 64}]}
+    with pytest.raises(PerfciError, match="unknown kernel 'nope'"):
+        parse_suite(data, "t.toml")
+    data = {"name": "t", "cases": [{"kernel": "gemv", "variant": {"m_fast": 1}, "M": 1, "N": 64, "K": 64}]}
+    with pytest.raises(PerfciError, match="no variant key"):
+        parse_suite(data, "t.toml")
+
+
+def test_unknown_suite_and_bad_toml(tmp_path):
+    with pytest.raises(PerfciError, match="unknown suite 'decoder'; built-in suites: decode, prefill, smoke"):
+        load_suite("decoder", ROOT)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [unclosed\n")
+    with pytest.raises(PerfciError, match="not valid TOML"):
+        load_suite(str(bad), ROOT)
+
+
+CASES = [CaseSpec("splitk_decode", m, 1024, 6144, "bf16", {"m_fast": f}, group="qkv")
+         for m in (1, 4, 16, 64) for f in (0, 1)] + [CaseSpec("torch_matmul", 16, 1024, 6144, "fp16", group="ref")]
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ("M<=4", 4),
+    ("M>16", 2),
+    ("kernel~splitk*,M=64", 2),
+    ("*m_fast=1*", 4),
+    ("group=ref", 1),
+    ("dtype!=bf16", 1),
+    ("shape=16x1024x6144", 3),
+])
+def test_filters(expr, expected):
+    assert len(select_cases(CASES, expr)) == expected
+
+
+@pytest.mark.parametrize("expr", ["M~1", "M<=four", "kernel<x", " , "])
+def test_bad_filters(expr):
+    with pytest.raises(PerfciError):
+        make_filter(expr)(CASES[0])
+
+
+def test_shards_partition_the_cases():
+    shards = [select_cases(CASES, shard=(i, 3)) for i in (1, 2, 3)]
+    assert sorted(c.key for s in shards for c in s) == sorted(c.key for c in CASES)
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "2", "a/b"):
+        with pytest.raises(PerfciError):
+            parse_shard(bad)

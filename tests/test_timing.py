@@ -1,0 +1,52 @@
+from perfci.timing import HostMarks, clock_settled, median, time_iterations
+
+
+class RecordingMarks:
+    """Marks that log the order of events instead of reading a clock."""
+
+    def __init__(self, log, n):
+        self.log = log
+        self.n = n
+
+    def start(self, i):
+        self.log.append(("start", i))
+
+    def stop(self, i):
+        self.log.append(("stop", i))
+
+    def elapsed_us(self):
+        return [float(i) for i in range(self.n)]
+
+
+def test_flush_runs_before_each_start_mark_never_inside():
+    log = []
+    times = time_iterations(lambda: log.append("run"), RecordingMarks(log, 3), 3,
+                            flush=lambda: log.append("flush"))
+    assert times == [0.0, 1.0, 2.0]
+    assert log == ["flush", ("start", 0), "run", ("stop", 0),
+                   "flush", ("start", 1), "run", ("stop", 1),
+                   "flush", ("start", 2), "run", ("stop", 2)]
+
+
+def test_host_marks_measure_only_between_start_and_stop():
+    ticks = iter([1_000, 4_000, 10_000, 10_500])
+    marks = HostMarks(2, clock=lambda: next(ticks))
+    assert time_iterations(lambda: None, marks, 2) == [3.0, 0.5]
+
+
+def test_median_odd_even_and_empty():
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    try:
+        median([])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("median of nothing must raise")
+
+
+def test_clock_settled_needs_a_full_window_within_tolerance():
+    assert not clock_settled([1980.0, 1700.0])  # too few readings
+    assert not clock_settled([1980.0, 1700.0, 1500.0])  # still falling to the power cap
+    assert clock_settled([1980.0, 1700.0, 1500.0, 1505.0, 1498.0])
+    assert not clock_settled([None, None, None])  # no telemetry is never 'settled'
