@@ -57,6 +57,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, help="input seed (default: a fresh one per case)")
     p.add_argument("--format", choices=("table", "markdown", "json", "none"), default="table",
                    help="what to print on stdout at the end (default: table)")
+    p.add_argument("--log-json", metavar="PATH",
+                   help="also write per-case details as JSON lines: every launch's time, warm-up, "
+                        "time spent per phase, launch mode, flush size")
     p.add_argument("--list", action="store_true", help="list the selected cases and exit")
     p.set_defaults(handler=main)
 
@@ -91,15 +94,16 @@ def main(args: argparse.Namespace) -> int:
     options = RunOptions(device=device, iters=args.iters, repeats=args.repeats,
                          timeout_s=args.timeout, launch=args.launch, seed=args.seed,
                          warmup_min_s=0.3 if device == "cuda" else 0.05,
-                         warmup_max_s=3.0 if device == "cuda" else 0.5)
-    rows = _measure(suite.name, cases, options, root, args.out)
+                         warmup_max_s=2.0 if device == "cuda" else 0.5)
+    rows = _measure(suite.name, cases, options, root, args.out, args.log_json)
     _print_summary(rows, suite.name, args.format, args.out)
     bad = [r for r in rows if r["status"] in ("fail", "error", "timeout")]
     return 1 if bad else 0
 
 
-def _measure(suite_name, cases, options, root, out_path) -> list[dict[str, str]]:
+def _measure(suite_name, cases, options, root, out_path, log_path=None) -> list[dict[str, str]]:
     import contextlib
+    import json
 
     from perfci.envinfo import collect_environment
     from perfci.model import Environment
@@ -124,6 +128,10 @@ def _measure(suite_name, cases, options, root, out_path) -> list[dict[str, str]]
         row = result_to_row(result, env, suite_name, *(peaks or (None, None)))
         rows.append(row)
         write_results(out_path, rows)  # after every case: an interrupted run keeps what it measured
+        if log_path:
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"kernel": row["kernel"], "shape": row["shape"], "dtype": row["dtype"],
+                                      **{k: v for k, v in raw.items() if k != "env"}}) + "\n")
         progress.done(index, row)
 
     lock = gpu_lock(options.lock_timeout_s, progress.note) if options.device == "cuda" else None

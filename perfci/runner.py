@@ -90,7 +90,7 @@ def _worker_env(root: Path, device: str) -> dict[str, str]:
 
 
 def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
-             workdir: Path, index: int) -> tuple[CaseResult, dict]:
+             workdir: Path, index: int, env: dict | None = None) -> tuple[CaseResult, dict]:
     """Measure one case in a fresh process; every outcome becomes a CaseResult."""
     request = {
         "spec": {"kernel": spec.kernel, "m": spec.m, "n": spec.n, "k": spec.k, "dtype": spec.dtype,
@@ -98,7 +98,7 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
         "device": device, "iters": options.iters, "repeats": options.repeats,
         "seed": options.seed if options.seed is not None else random.randrange(2**31),
         "launch": options.launch, "warmup_min_s": options.warmup_min_s,
-        "warmup_max_s": options.warmup_max_s,
+        "warmup_max_s": options.warmup_max_s, "env": env,
     }
     req_path = workdir / f"case{index:04d}.request.json"
     res_path = workdir / f"case{index:04d}.result.json"
@@ -170,10 +170,12 @@ def run_cases(cases: Sequence[CaseSpec], options: RunOptions, device: str, root:
               on_done: Callable[[int, CaseResult, dict], None],
               on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:
     """Measure cases one after another; ``on_done`` sees each result as it lands."""
+    env = None
     with tempfile.TemporaryDirectory(prefix="perfci-run-") as tmp:
         for index, spec in enumerate(cases):
             on_start(index, spec)
             started = time.perf_counter()
-            result, raw = run_case(spec, options, device, root, Path(tmp), index)
+            result, raw = run_case(spec, options, device, root, Path(tmp), index, env)
+            env = env or raw.get("env")
             raw["wall_s"] = time.perf_counter() - started
             on_done(index, result, raw)

@@ -20,6 +20,8 @@ import traceback
 from dataclasses import asdict
 
 from perfci.model import CaseSpec
+
+_STARTED = time.perf_counter()
 from perfci.timing import EventMarks, HostMarks, clock_settled, median, time_iterations
 
 
@@ -49,9 +51,22 @@ def measure(request: dict) -> dict:
     from perfci.envinfo import collect_environment, device_cache_bytes, flush_bytes
     from perfci.telemetry import Sampler, open_source
 
+    from perfci.model import Environment
+
+    phases: dict[str, float] = {"import": time.perf_counter() - _STARTED}
     spec = spec_from_dict(request["spec"])
-    env = collect_environment(device)
-    result: dict = {"env": asdict(env), "status": "error", "message": "", "repeats": []}
+    # The first case describes the environment (driver queries, git); later
+    # cases reuse it, since each costs a fraction of a second per process.
+    env = Environment(**request["env"]) if request.get("env") else collect_environment(device)
+    result: dict = {"env": asdict(env), "status": "error", "message": "", "repeats": [], "phases": phases}
+    mark = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = round(now - mark, 3)
+        mark = now
+
     gpu = device == "cuda"
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     torch_device = torch.device("cuda", 0) if gpu else torch.device("cpu")
@@ -63,6 +78,7 @@ def measure(request: dict) -> dict:
         # The kernel cannot run here (fp8 on a GPU without it, bf16 in the interpreter).
         result.update(status="skip", message=str(err))
         return result
+    phase("prepare")
 
     # Correctness gate: poisoned output, fresh random-normal inputs, fp32 reference.
     prepared.poison()
@@ -71,6 +87,7 @@ def measure(request: dict) -> dict:
     reference = prepared.reference()
     error = relative_error(torch, prepared.output, reference)
     result["rel_error"] = error
+    phase("gate")
     if not error <= prepared.tolerance:
         result.update(status="fail", message=f"output differs from the fp32 reference: "
                       f"relative error {error:.3g} > tolerance {prepared.tolerance:.3g}")
@@ -96,6 +113,7 @@ def measure(request: dict) -> dict:
             timed, launch = prepared.run, "eager"
             result["launch_note"] = f"graph capture failed ({type(err).__name__}); timed eager launches"
     result["launch"] = launch
+    phase("capture")
 
     flush = None
     if gpu:
@@ -109,6 +127,7 @@ def measure(request: dict) -> dict:
     try:
         warm = _warm_up(timed, flush, sync, source, request["warmup_min_s"], request["warmup_max_s"])
         result["warmup"] = warm
+        phase("warmup")
         iters, repeats = int(request["iters"]), int(request["repeats"])
         samples = []
         with Sampler(source) as sampler:
@@ -124,6 +143,7 @@ def measure(request: dict) -> dict:
                 })
     finally:
         source.close()
+    phase("measure")
     result.update(status="ok", repeats=samples, iters=iters)
     return result
 
