@@ -1,9 +1,9 @@
 """Is the number perfci prints the kernel's real time?
 
 For each selected case, in one process and back to back:
-  1. perfci's own measurement: the worker's graph capture, the cache flush
-     before every launch, device events around the launch, median of 7
-     repeat medians of 70 launches;
+  1. perfci's own measurement: the cache flush before every launch, device
+     events around the launch (eager by default, as ``perfci run``), median
+     of 7 repeat medians of 70 launches;
   2. the profiler's view: the same launches under torch.profiler (CUPTI /
      roctracer), summing the durations of the case's own kernels in each
      launch (the flush's fill kernel excluded), median over launches.
@@ -26,6 +26,8 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=70)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", default="truth.csv")
+    parser.add_argument("--launch", choices=("eager", "graph"), default="eager",
+                        help="the launch mode whose events are compared (the other is reported too)")
     args = parser.parse_args()
 
     import torch
@@ -48,11 +50,16 @@ def main() -> int:
         prepared = get_backend(spec.kernel).prepare(spec, torch.device("cuda", 0), 1234)
         prepared.run()
         torch.cuda.synchronize()
-        timed = _capture_graph(torch, prepared.run)
-        _warm_up(timed, flush, torch.cuda.synchronize, NullSource(), 0.3, 0.3)
-        repeat_medians = [median(time_iterations(timed, EventMarks(args.iters, torch), args.iters, flush))
-                          for _ in range(args.repeats)]
-        events_us = median(repeat_medians)
+        graph = _capture_graph(torch, prepared.run)
+        timed = graph if args.launch == "graph" else prepared.run
+
+        def perfci_median(fn):
+            _warm_up(fn, flush, torch.cuda.synchronize, NullSource(), 0.3, 0.3)
+            return median([median(time_iterations(fn, EventMarks(args.iters, torch), args.iters, flush))
+                           for _ in range(args.repeats)])
+
+        events_us = perfci_median(timed)
+        other_us = perfci_median(prepared.run if args.launch == "graph" else graph)
 
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(args.iters):
@@ -73,7 +80,9 @@ def main() -> int:
         profiler_us = statistics.median(launches)
         span_us = statistics.median(spans)
         row = {"kernel": spec.label, "shape": spec.shape, "dtype": spec.dtype,
-               "events_us": f"{events_us:.3f}", "profiler_kernel_us": f"{profiler_us:.3f}",
+               "events_us": f"{events_us:.3f}",
+               f"events_{'eager' if args.launch == 'graph' else 'graph'}_us": f"{other_us:.3f}",
+               "profiler_kernel_us": f"{profiler_us:.3f}",
                "profiler_span_us": f"{span_us:.3f}", "kernels_per_launch": per_launch,
                "ratio_events_over_kernel": f"{events_us / profiler_us:.4f}",
                "ratio_events_over_span": f"{events_us / span_us:.4f}"}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from perfci.errors import PerfciError
@@ -51,9 +52,13 @@ def add_parser(subparsers) -> None:
                    help="repeats per case; the reported value is their median (default: 7)")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="seconds before a case is killed and recorded as timeout (default: 600)")
-    p.add_argument("--launch", choices=("auto", "graph", "eager"), default="auto",
-                   help="replay a captured device graph (hides host launch cost) or launch eagerly "
-                        "(default: auto = graph when capture works)")
+    p.add_argument("--launch", choices=("eager", "graph"), default="eager",
+                   help="eager: launch the kernel(s) behind the cache flush, which hides host launch "
+                        "cost; graph: replay a captured device graph, which adds the graph's own "
+                        "start-up (~3.5 us on an H200) to every sample (default: eager)")
+    p.add_argument("--isolation", choices=("fork", "spawn"), default="fork",
+                   help="fork: each case is a process forked from a server that imported torch once "
+                        "(fast); spawn: each case starts a new interpreter (default: fork)")
     p.add_argument("--seed", type=int, help="input seed (default: a fresh one per case)")
     p.add_argument("--format", choices=("table", "markdown", "json", "none"), default="table",
                    help="what to print on stdout at the end (default: table)")
@@ -93,8 +98,9 @@ def main(args: argparse.Namespace) -> int:
                           f"is in use here; run 'perfci run smoke' on the CPU, or use a GPU")
     options = RunOptions(device=device, iters=args.iters, repeats=args.repeats,
                          timeout_s=args.timeout, launch=args.launch, seed=args.seed,
+                         fork=args.isolation == "fork" and hasattr(os, "fork"),
                          warmup_min_s=0.3 if device == "cuda" else 0.05,
-                         warmup_max_s=2.0 if device == "cuda" else 0.5)
+                         warmup_max_s=1.5 if device == "cuda" else 0.5)
     rows = _measure(suite.name, cases, options, root, args.out, args.log_json)
     _print_summary(rows, suite.name, args.format, args.out)
     bad = [r for r in rows if r["status"] in ("fail", "error", "timeout")]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +30,12 @@ class RunOptions:
     iters: int = 70
     repeats: int = 7
     timeout_s: float = 600.0
-    launch: str = "auto"  # auto | graph | eager
+    launch: str = "eager"  # eager | graph
     seed: int | None = None
     warmup_min_s: float = 0.3
     warmup_max_s: float = 3.0
     lock_timeout_s: float = 3600.0
+    fork: bool = True  # fork each case from a server that imported torch once (Linux)
 
 
 def resolve_device(requested: str) -> str:
@@ -89,8 +92,70 @@ def _worker_env(root: Path, device: str) -> dict[str, str]:
     return env
 
 
+class ForkServer:
+    """A ``perfci.worker --serve`` process that forks one child per case.
+
+    See :func:`perfci.worker.serve` for why. Replies are read on a thread so
+    that waiting for a case can time out without blocking on the pipe.
+    """
+
+    def __init__(self, env: dict[str, str], log_path: Path):
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "perfci.worker", "--serve"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=os.getcwd(),
+            start_new_session=True, text=True, bufsize=1)
+        self._replies: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._replies.put(line.strip())
+        self._replies.put(None)  # the server is gone
+
+    def _reply(self, timeout: float | None) -> str:
+        reply = self._replies.get(timeout=timeout)
+        if reply is None:
+            raise RuntimeError("the perfci fork server exited")
+        return reply
+
+    def run(self, request: Path, result: Path, log: Path, timeout_s: float) -> int | None:
+        """Run one case; its exit code, or None when it was killed for running too long."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{request}\t{result}\t{log}\n")
+        self.proc.stdin.flush()
+        pid = int(self._reply(60.0).split()[1])
+        try:
+            return int(self._reply(timeout_s).split()[2])
+        except queue.Empty:
+            _kill_pgid(pid)
+            self._reply(60.0)
+            return None
+        except BaseException:
+            _kill_pgid(pid)
+            raise
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, OSError):
+            _kill_pgid(self.proc.pid)
+        self._log.close()
+
+
+def _kill_pgid(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
-             workdir: Path, index: int, env: dict | None = None) -> tuple[CaseResult, dict]:
+             workdir: Path, index: int, env: dict | None = None,
+             server: ForkServer | None = None) -> tuple[CaseResult, dict]:
     """Measure one case in a fresh process; every outcome becomes a CaseResult."""
     request = {
         "spec": {"kernel": spec.kernel, "m": spec.m, "n": spec.n, "k": spec.k, "dtype": spec.dtype,
@@ -104,6 +169,12 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
     res_path = workdir / f"case{index:04d}.result.json"
     log_path = workdir / f"case{index:04d}.log"
     req_path.write_text(json.dumps(request))
+    if server is not None:
+        code = server.run(req_path, res_path, log_path, options.timeout_s)
+        if code is None:
+            return CaseResult(spec=spec, status="timeout",
+                              message=f"no result after {options.timeout_s:g} s; killed"), {}
+        return _collect(spec, code, res_path, log_path)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "perfci.worker", str(req_path), str(res_path)],
@@ -120,6 +191,10 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
         except BaseException:
             _kill_group(proc)
             raise
+    return _collect(spec, code, res_path, log_path)
+
+
+def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple[CaseResult, dict]:
     if not res_path.is_file():
         return CaseResult(spec=spec, status="error",
                           message=_crash_message(code, log_path)), {}
@@ -172,10 +247,17 @@ def run_cases(cases: Sequence[CaseSpec], options: RunOptions, device: str, root:
     """Measure cases one after another; ``on_done`` sees each result as it lands."""
     env = None
     with tempfile.TemporaryDirectory(prefix="perfci-run-") as tmp:
-        for index, spec in enumerate(cases):
-            on_start(index, spec)
-            started = time.perf_counter()
-            result, raw = run_case(spec, options, device, root, Path(tmp), index, env)
-            env = env or raw.get("env")
-            raw["wall_s"] = time.perf_counter() - started
-            on_done(index, result, raw)
+        server = ForkServer(_worker_env(root, device), Path(tmp) / "server.log") if options.fork else None
+        try:
+            for index, spec in enumerate(cases):
+                on_start(index, spec)
+                started = time.perf_counter()
+                if server is not None and server.proc.poll() is not None:
+                    server = ForkServer(_worker_env(root, device), Path(tmp) / f"server{index}.log")
+                result, raw = run_case(spec, options, device, root, Path(tmp), index, env, server)
+                env = env or raw.get("env")
+                raw["wall_s"] = time.perf_counter() - started
+                on_done(index, result, raw)
+        finally:
+            if server is not None:
+                server.close()

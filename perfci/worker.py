@@ -95,7 +95,7 @@ def measure(request: dict) -> dict:
 
     timed = prepared.run
     launch = "eager"
-    if gpu and request.get("launch", "auto") in ("auto", "graph"):
+    if gpu and request.get("launch", "eager") == "graph":
         try:
             timed = _capture_graph(torch, prepared.run)
             launch = "graph"
@@ -108,8 +108,6 @@ def measure(request: dict) -> dict:
                 result.update(status="fail", message=f"graph replay output wrong: relative error {graph_error:.3g}")
                 return result
         except Exception as err:  # noqa: BLE001 - some launches can't be captured; eager is still right
-            if request.get("launch") == "graph":
-                raise
             timed, launch = prepared.run, "eager"
             result["launch_note"] = f"graph capture failed ({type(err).__name__}); timed eager launches"
     result["launch"] = launch
@@ -194,9 +192,58 @@ def _warm_up(run, flush, sync, source, min_s: float, max_s: float) -> dict:
             "settled": settled, "last_sclk_mhz": clocks[-1] if clocks else None}
 
 
+def serve(commands, replies) -> None:
+    """Fork server: pay for ``import torch`` once, then fork a fresh child per case.
+
+    Importing torch and triton takes seconds on some hosts, longer than a decode
+    case's whole measurement. The server imports them *without* touching the
+    GPU, so each forked child still creates its own device context, compiles in
+    its own process and can crash, hang or run out of memory alone: the
+    isolation of a fresh process at a fraction of the start-up cost.
+
+    Protocol, one line each way per case (tab-separated paths in, pid and exit
+    code out): ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE``.
+    """
+    global _STARTED
+    import torch  # noqa: F401 - imported for the children; no CUDA call here
+
+    import perfci.backends  # noqa: F401
+    import perfci.envinfo  # noqa: F401
+    import perfci.telemetry  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+    for line in commands:
+        request, result, log = line.rstrip("\n").split("\t")
+        pid = os.fork()
+        if pid == 0:  # the case's own process
+            code = 1
+            try:
+                os.setsid()  # its own process group, so a timeout kill takes its children too
+                fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                _STARTED = time.perf_counter()
+                code = main([request, result])
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        replies.write(f"pid {pid}\n")
+        replies.flush()
+        _, status = os.waitpid(pid, 0)
+        replies.write(f"exit {pid} {os.waitstatus_to_exitcode(status)}\n")
+        replies.flush()
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--serve"]:
+        serve(sys.stdin, sys.stdout)
+        return 0
     if len(argv) != 2:
-        print("usage: python -m perfci.worker REQUEST.json RESULT.json", file=sys.stderr)
+        print("usage: python -m perfci.worker REQUEST.json RESULT.json | --serve", file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as fh:
         request = json.load(fh)
