@@ -10,17 +10,17 @@ source benchmarks/device_setup.sh
 export TRITON_INTERPRET=0
 {
   echo "== truth"; date
-  timeout 70 python3 benchmarks/truth_vs_profiler.py --suite decode --filter 'group~seed002-*,M=64' \
+  timeout 60 python3 benchmarks/truth_vs_profiler.py --suite decode --filter 'group~seed002-*,M=64' \
     --out "$OUT/truth.csv" 2>&1 | grep -v Warning | tail -14
   echo "== decode"; date
-  timeout 230 python3 -m perfci run decode --out "$OUT/decode.csv" --log-json "$OUT/decode.jsonl" --format none
+  timeout 195 python3 -m perfci run decode --out "$OUT/decode.csv" --log-json "$OUT/decode.jsonl" --format none
   echo "== prefill"; date
-  timeout 270 python3 -m perfci run prefill --out "$OUT/prefill.csv" --log-json "$OUT/prefill.jsonl" --format none
+  timeout 205 python3 -m perfci run prefill --out "$OUT/prefill.csv" --log-json "$OUT/prefill.jsonl" --format none
   echo "== planted"; date
   rm -rf /tmp/planted && mkdir -p /tmp/planted && cp -r perfci kernels suites benchmarks /tmp/planted/
   sed -i 's/KernelConfig(128, 256, 64, GROUP_M=8,/KernelConfig(128, 256, 64, GROUP_M=1,/' /tmp/planted/kernels/_configs.py
   grep -c "GROUP_M=1, num_warps=8" /tmp/planted/kernels/_configs.py
-  (cd /tmp/planted && PYTHONPATH=/tmp/site:/tmp/planted timeout 120 python3 -m perfci run \
+  (cd /tmp/planted && PYTHONPATH=/tmp/site:/tmp/planted timeout 70 python3 -m perfci run \
     benchmarks/h200_subset.toml --out "$OUT/planted.csv" --format none)
   date
 } 2>&1 | tee "$OUT/log.txt"
