@@ -90,6 +90,7 @@ class CaseResult:
     iters: int = 0
     message: str = ""  # why a case failed / errored / was skipped
     rel_error: float | None = None  # correctness gate's ||out-ref||/||ref||
+    timer: str = ""  # profiler | events | host: what the times are
 
     @property
     def median_us(self) -> float | None:

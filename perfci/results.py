@@ -31,7 +31,7 @@ SCHEMA_VERSION = "1"
 # come first so the file reads well in a terminal.
 COLUMNS = (
     "kernel", "shape", "dtype", "M", "N", "K",
-    "median_us", "repeats_us", "iters", "tflops", "tbps", "roofline_pct",
+    "median_us", "repeats_us", "iters", "timer", "tflops", "tbps", "roofline_pct",
     "sclk_mhz", "temp_c", "power_w", "throttled",
     "status", "message", "weight", "group", "rel_error",
     "arch", "device_name", "vendor", "driver", "runtime",
@@ -122,6 +122,7 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
         "median_us": _fmt(median),
         "repeats_us": _fmt_list(r.median_us for r in reps),
         "iters": str(result.iters) if result.iters else "",
+        "timer": result.timer,
         "tflops": _fmt(tflops, 3), "tbps": _fmt(tbps, 4), "roofline_pct": _fmt(roofline, 1),
         "sclk_mhz": _fmt_list((r.sclk_mhz for r in reps), 0),
         "temp_c": _fmt_list((r.temp_c for r in reps), 0),

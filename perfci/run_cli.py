@@ -56,6 +56,11 @@ def add_parser(subparsers) -> None:
                    help="eager: launch the kernel(s) behind the cache flush, which hides host launch "
                         "cost; graph: replay a captured device graph, which adds the graph's own "
                         "start-up (~3.5 us on an H200) to every sample (default: eager)")
+    p.add_argument("--timer", choices=("profiler", "events"), default="profiler",
+                   help="GPU only. profiler: each launch's kernel durations from the device profiler "
+                        "(CUPTI / roctracer), the kernel's own time; events: device events around the "
+                        "launch, which also count the grid's dispatch (~3.5 us more on an H200) "
+                        "(default: profiler)")
     p.add_argument("--isolation", choices=("fork", "spawn"), default="fork",
                    help="fork: each case is a process forked from a server that imported torch once "
                         "(fast); spawn: each case starts a new interpreter (default: fork)")
@@ -98,6 +103,7 @@ def main(args: argparse.Namespace) -> int:
                           f"is in use here; run 'perfci run smoke' on the CPU, or use a GPU")
     options = RunOptions(device=device, iters=args.iters, repeats=args.repeats,
                          timeout_s=args.timeout, launch=args.launch, seed=args.seed,
+                         timer=args.timer,
                          fork=args.isolation == "fork" and hasattr(os, "fork"),
                          warmup_min_s=0.3 if device == "cuda" else 0.05,
                          warmup_max_s=1.5 if device == "cuda" else 0.5)

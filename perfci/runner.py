@@ -31,6 +31,7 @@ class RunOptions:
     repeats: int = 7
     timeout_s: float = 600.0
     launch: str = "eager"  # eager | graph
+    timer: str = "profiler"  # profiler | events (GPU only; the CPU uses the host clock)
     seed: int | None = None
     warmup_min_s: float = 0.3
     warmup_max_s: float = 3.0
@@ -162,7 +163,7 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
                  "variant": dict(spec.variant), "weight": spec.weight, "group": spec.group},
         "device": device, "iters": options.iters, "repeats": options.repeats,
         "seed": options.seed if options.seed is not None else random.randrange(2**31),
-        "launch": options.launch, "warmup_min_s": options.warmup_min_s,
+        "launch": options.launch, "timer": options.timer, "warmup_min_s": options.warmup_min_s,
         "warmup_max_s": options.warmup_max_s, "env": env,
     }
     req_path = workdir / f"case{index:04d}.request.json"
@@ -206,6 +207,7 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
         for r in data.get("repeats", []))
     result = CaseResult(spec=spec, status=data["status"], repeats=repeats,
                         iters=int(data.get("iters") or 0), message=data.get("message", ""),
+                        timer=data.get("timer", ""),
                         rel_error=data.get("rel_error"))
     return result, data
 

@@ -64,6 +64,72 @@ class EventMarks:
         return [a.elapsed_time(b) * 1e3 for a, b in zip(self._t0, self._t1)]
 
 
+class ProfilerMarks:
+    """Kernel durations from the device profiler (CUPTI on NVIDIA, roctracer on ROCm).
+
+    Device events bracket more than the kernel: on an H200 the event pair around
+    a launch reads ~3.5 µs more than the kernel itself ran (the dispatch of the
+    grid and the events' own processing), which is a third of a decode GEMM's
+    time. The profiler's per-kernel timestamps hold only the kernels, so this is
+    the default on GPUs; a launch's value is the sum of its kernels' durations
+    (a split-K GEMM and its reduction count together). The profiler is switched
+    on at the first start mark and read once at the end, so it adds nothing
+    between launches.
+    """
+
+    def __init__(self, n: int, torch_module, is_separator: Callable[[str], bool] | None = None):
+        self._n = n
+        self._torch = torch_module
+        self._is_separator = is_separator or is_flush_kernel
+        self._profiler = None
+
+    def start(self, i: int) -> None:
+        if self._profiler is None:
+            from torch.profiler import ProfilerActivity, profile
+
+            self._profiler = profile(activities=[ProfilerActivity.CUDA])
+            self._profiler.__enter__()
+
+    def stop(self, i: int) -> None:
+        pass
+
+    def elapsed_us(self) -> list[float]:
+        self._torch.cuda.synchronize()
+        self._profiler.__exit__(None, None, None)
+        kernels = [(e.time_range.start, e.name, float(e.device_time))
+                   for e in self._profiler.events() if e.device_type.name == "CUDA"]
+        return kernel_time_per_launch(kernels, self._n, self._is_separator)
+
+
+def is_flush_kernel(name: str) -> bool:
+    """The cache flush is ``zero_()`` on a scratch buffer: torch's fill kernel."""
+    return "fill" in name.lower()
+
+
+def kernel_time_per_launch(kernels: Sequence[tuple[float, str, float]], n: int,
+                           is_separator: Callable[[str], bool]) -> list[float]:
+    """Group profiled kernels into launches and sum each launch's durations.
+
+    ``kernels`` are (start, name, duration_us). Launches are the runs of
+    consecutive non-flush kernels, since a flush precedes every launch (the
+    first one may fall before the profiler started, which changes nothing).
+    """
+    groups: list[list[float]] = []
+    open_group = False
+    for _, name, duration in sorted(kernels):
+        if is_separator(name):
+            open_group = False
+            continue
+        if not open_group:
+            groups.append([])
+            open_group = True
+        groups[-1].append(duration)
+    if len(groups) != n:
+        raise RuntimeError(f"the profiler saw {len(groups)} launches where {n} were timed; "
+                           f"use --timer events for this case")
+    return [sum(group) for group in groups]
+
+
 def time_iterations(run: Callable[[], object], marks: Marks, iters: int,
                     flush: Callable[[], object] | None = None) -> list[float]:
     """Time ``iters`` launches of ``run``; the flush before each stays outside the marks."""

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from perfci.model import CaseSpec
 
 _STARTED = time.perf_counter()
-from perfci.timing import EventMarks, HostMarks, clock_settled, median, time_iterations
+from perfci.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
 
 
 def spec_from_dict(data: dict) -> CaseSpec:
@@ -131,7 +131,7 @@ def measure(request: dict) -> dict:
         with Sampler(source) as sampler:
             for _ in range(repeats):
                 window = sampler.window()
-                marks = EventMarks(iters, torch) if gpu else HostMarks(iters)
+                marks = _marks(request.get("timer", "profiler"), iters, torch) if gpu else HostMarks(iters)
                 times = time_iterations(timed, marks, iters, flush)
                 summary = window.stop()
                 samples.append({
@@ -142,8 +142,12 @@ def measure(request: dict) -> dict:
     finally:
         source.close()
     phase("measure")
-    result.update(status="ok", repeats=samples, iters=iters)
+    result.update(status="ok", repeats=samples, iters=iters, timer=request.get("timer", "profiler") if gpu else "host")
     return result
+
+
+def _marks(timer: str, iters: int, torch):
+    return ProfilerMarks(iters, torch) if timer == "profiler" else EventMarks(iters, torch)
 
 
 def _capture_graph(torch, run):

@@ -50,3 +50,26 @@ def test_clock_settled_needs_a_full_window_within_tolerance():
     assert not clock_settled([1980.0, 1700.0, 1500.0])  # still falling to the power cap
     assert clock_settled([1980.0, 1700.0, 1500.0, 1505.0, 1498.0])
     assert not clock_settled([None, None, None])  # no telemetry is never 'settled'
+
+
+from perfci.timing import is_flush_kernel, kernel_time_per_launch  # noqa: E402
+
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>>"
+
+
+def test_profiler_launches_are_runs_between_flushes_and_sum_their_kernels():
+    kernels = [(0.0, FILL, 80.0), (81.0, "_splitk_kernel", 9.0), (91.0, "_reduce_kernel", 1.5),
+               (93.0, FILL, 80.0), (174.0, "_splitk_kernel", 9.5), (184.0, "_reduce_kernel", 1.0)]
+    assert kernel_time_per_launch(list(reversed(kernels)), 2, is_flush_kernel) == [10.5, 10.5]
+
+
+def test_a_first_flush_outside_the_profile_changes_nothing():
+    kernels = [(1.0, "gemm", 5.0), (7.0, FILL, 80.0), (90.0, "gemm", 6.0)]
+    assert kernel_time_per_launch(kernels, 2, is_flush_kernel) == [5.0, 6.0]
+
+
+def test_a_launch_count_mismatch_is_an_error_not_a_wrong_number():
+    import pytest
+
+    with pytest.raises(RuntimeError, match="saw 1 launches where 2 were timed"):
+        kernel_time_per_launch([(0.0, "gemm", 5.0)], 2, is_flush_kernel)
