@@ -102,8 +102,9 @@ class ProfilerMarks:
 
 
 def is_flush_kernel(name: str) -> bool:
-    """The cache flush is ``zero_()`` on a scratch buffer: torch's fill kernel."""
-    return "fill" in name.lower()
+    """The cache flush is ``zero_()`` on a scratch buffer: torch's fill kernel (or a memset)."""
+    lowered = name.lower()
+    return "fill" in lowered or "memset" in lowered
 
 
 def kernel_time_per_launch(kernels: Sequence[tuple[float, str, float]], n: int,
