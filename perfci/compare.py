@@ -5,10 +5,17 @@ command line (:mod:`perfci.compare_cli`) sit on top.
 
 How a case is judged
 --------------------
-1. **Space.** Per repeat, log time; when both sides carry a core clock for every
-   repeat, add ``e * log(clock)``, where ``e`` is the case's clock exponent from
-   its arithmetic intensity (1 compute-bound → cycles, 0 memory-bound → time,
-   partial in between; see :func:`perfci.noise.clock_exponent`).
+1. **Space.** Per repeat, log time; when both sides carry per-repeat core clocks,
+   add ``e * log(suite clock ratio)`` to the current side, where ``e`` is the
+   case's clock exponent from its arithmetic intensity (1 compute-bound →
+   cycles, 0 memory-bound → time, partial in between; see
+   :func:`perfci.noise.clock_exponent`). The clock ratio is the suite's median
+   of the cases' own clock ratios, not each case's own: on a power-capped GPU a
+   kernel that draws more power lowers its own clock (measured on the H200: a
+   GROUP_M 8 -> 1 change ran 22% slower at a 17% lower clock while the rest of
+   the suite kept its clocks), and dividing that out would hide a real
+   regression. A clock change the whole device saw (a gfx950 swing) moves every
+   case's clock alike and is removed.
 2. **Common mode.** Every case's shift is split into a suite-wide part and a
    residual. The suite-wide part is robust (medians) and has a memory-side and a
    clock-side component, so a clock swing that only compute-bound cases feel is
@@ -179,34 +186,42 @@ class _Prepared:
     exponent_known: bool
     normalized: bool
     shift: float  # HL shift before the common mode
+    own_clock: float | None = None  # log ratio of this case's own median clocks, cur/base
 
 
-def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions) -> _Prepared:
+def _own_clock_shift(b: ResultRow, c: ResultRow) -> float | None:
+    cb, cc = _clocks(b, len(b.repeats_us)), _clocks(c, len(c.repeats_us))
+    if cb is None or cc is None:
+        return None
+    return float(np.median(cc) - np.median(cb))
+
+
+def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
+             suite_clock: float | None) -> _Prepared:
     lb, lc = _samples(b), _samples(c)
     e = _exponent(b, arch)
     known = e is not None
     e = e or 0.0
+    own = _own_clock_shift(b, c)
     # "normalized" means the case was judged with clock knowledge: compute-bound
     # ones in cycles, memory-bound ones in time because the clock does not drive
     # them. Either way it gets the clocked floor.
     normalized = False
-    if opts.clock_normalize and known:
-        cb, cc = _clocks(b, lb.size), _clocks(c, lc.size)
-        if cb is not None and cc is not None:
-            lb, lc = lb + e * cb, lc + e * cc
-            normalized = True
+    if opts.clock_normalize and known and own is not None and suite_clock is not None:
+        lc = lc + e * suite_clock
+        normalized = True
     shift = float(np.median(lc[:, None] - lb[None, :]))
-    return _Prepared(b, c, lb, lc, e, known, normalized, shift)
+    return _Prepared(b, c, lb, lc, e, known, normalized, shift, own)
 
 
 def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOptions) -> list[_Prepared]:
     cb = cur.by_key()
-    out = []
-    for b in base.rows:
-        c = cb.get(b.key)
-        if c is not None and b.status == "ok" and c.status == "ok" and b.median_us and c.median_us:
-            out.append(_prepare(b, c, arch, opts))
-    return out
+    pairs = [(b, cb[b.key]) for b in base.rows
+             if b.key in cb and b.status == "ok" and cb[b.key].status == "ok"
+             and b.median_us and cb[b.key].median_us]
+    own = [s for s in (_own_clock_shift(b, c) for b, c in pairs) if s is not None]
+    suite_clock = float(np.median(own)) if own else None
+    return [_prepare(b, c, arch, opts, suite_clock) for b, c in pairs]
 
 
 def _common_mode(prepared: Sequence[_Prepared], opts: CompareOptions) -> stats.CommonMode:
@@ -448,6 +463,17 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
             notes.append(f"with {n_tested} tested cases, a lone change needs p <= {opts.alpha / n_tested:.2g} "
                          f"after Benjamini-Hochberg, but {_typical_n(prepared)[0]} vs "
                          f"{_typical_n(prepared)[1]} repeats reach at best p = {floor_p:.2g}: add repeats")
+    clocked = [p for p in prepared if p.own_clock is not None]
+    if len(clocked) >= 3:
+        device = float(np.median([p.own_clock for p in clocked]))
+        for p in clocked:
+            gap = p.own_clock - device
+            if abs(gap) > math.log(1.05):
+                notes.append(
+                    f"{p.base.kernel} {p.base.shape} {p.base.dtype}: its own clock moved "
+                    f"{100 * math.expm1(p.own_clock):+.0f}% against the device's {100 * math.expm1(device):+.0f}%"
+                    f"; a kernel that draws more power runs at a lower clock under a power cap, so "
+                    f"this is judged as part of its time")
     notes.append(f"noise profile {profile.name}: floor {profile.floor_pct:g}% with clocks, "
                  f"{profile.unclocked_floor_pct:g}% without ({profile.source})"
                  if opts.min_effect_pct is None else f"floor set by --min-effect: {opts.min_effect_pct:g}%")

@@ -31,7 +31,7 @@ class RunOptions:
     repeats: int = 7
     timeout_s: float = 600.0
     launch: str = "eager"  # eager | graph
-    timer: str = "profiler"  # profiler | events (GPU only; the CPU uses the host clock)
+    timer: str = "events"  # events | profiler (GPU only; the CPU uses the host clock)
     seed: int | None = None
     warmup_min_s: float = 0.3
     warmup_max_s: float = 3.0

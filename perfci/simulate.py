@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, shape_key
-from perfci.noise import ARCH_PEAKS
+from perfci.roofline import ceiling_for
 from perfci.results import ResultRow, ResultTable
 
 # (N, K) of typical LLM projections; M sweeps decode (memory-bound) to prefill.
@@ -69,13 +69,13 @@ class SimCase:
 
 def make_suite(cfg: SimConfig, rng: np.random.Generator) -> tuple[SimCase, ...]:
     """A realistic mix: every (N, K) at every M, bf16 and fp8 alternating."""
-    peaks = ARCH_PEAKS[cfg.arch]
+    bf16_tflops, peak_tbps = ceiling_for(cfg.arch, "bf16")
     combos = [(m, n, k) for (n, k) in _NK for m in _M]
     cases = []
     for i in range(cfg.n_cases):
         m, n, k = combos[i % len(combos)]
         dtype = "bf16" if (i // len(combos) + i) % 2 == 0 else "fp8"
-        tflops = peaks.bf16_tflops * (2.0 if dtype == "fp8" else 1.0)
+        tflops = bf16_tflops * (2.0 if dtype == "fp8" else 1.0)
         flops = 2.0 * m * n * k
         nbytes = (m * k + k * n) * DTYPE_BYTES[dtype] + m * n * OUT_DTYPE_BYTES[dtype]
         eff_c = rng.uniform(0.55, 0.8)
@@ -83,7 +83,7 @@ def make_suite(cfg: SimConfig, rng: np.random.Generator) -> tuple[SimCase, ...]:
         cases.append(SimCase(
             kernel=f"gemm_{dtype}_v{i // len(combos)}", m=m, n=n, k=k, dtype=dtype,
             tc_us=flops / (tflops * 1e12 * eff_c) * 1e6,
-            tm_us=nbytes / (peaks.tbps * 1e12 * eff_m) * 1e6,
+            tm_us=nbytes / (peak_tbps * 1e12 * eff_m) * 1e6,
             weight=float(rng.choice([1.0, 1.0, 2.0, 4.0]))))
     return tuple(cases)
 

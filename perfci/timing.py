@@ -70,8 +70,8 @@ class ProfilerMarks:
     Device events bracket more than the kernel: on an H200 the event pair around
     a launch reads ~3.5 µs more than the kernel itself ran (the dispatch of the
     grid and the events' own processing), which is a third of a decode GEMM's
-    time. The profiler's per-kernel timestamps hold only the kernels, so this is
-    the default on GPUs; a launch's value is the sum of its kernels' durations
+    time. The profiler's per-kernel timestamps hold only the kernels; a launch's
+    value is the sum of its kernels' durations
     (a split-K GEMM and its reduction count together). The profiler is switched
     on at the first start mark and read once at the end, so it adds nothing
     between launches.

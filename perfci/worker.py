@@ -131,7 +131,7 @@ def measure(request: dict) -> dict:
         with Sampler(source) as sampler:
             for _ in range(repeats):
                 window = sampler.window()
-                marks = _marks(request.get("timer", "profiler"), iters, torch) if gpu else HostMarks(iters)
+                marks = _marks(request.get("timer", "events"), iters, torch) if gpu else HostMarks(iters)
                 times = time_iterations(timed, marks, iters, flush)
                 summary = window.stop()
                 samples.append({
@@ -142,7 +142,7 @@ def measure(request: dict) -> dict:
     finally:
         source.close()
     phase("measure")
-    result.update(status="ok", repeats=samples, iters=iters, timer=request.get("timer", "profiler") if gpu else "host")
+    result.update(status="ok", repeats=samples, iters=iters, timer=request.get("timer", "events") if gpu else "host")
     return result
 
 
