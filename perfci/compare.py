@@ -6,16 +6,15 @@ command line (:mod:`perfci.compare_cli`) sit on top.
 How a case is judged
 --------------------
 1. **Space.** Per repeat, log time; when both sides carry per-repeat core clocks,
-   add ``e * log(suite clock ratio)`` to the current side, where ``e`` is the
-   case's clock exponent from its arithmetic intensity (1 compute-bound →
-   cycles, 0 memory-bound → time, partial in between; see
-   :func:`perfci.noise.clock_exponent`). The clock ratio is the suite's median
-   of the cases' own clock ratios, not each case's own: on a power-capped GPU a
-   kernel that draws more power lowers its own clock (measured on the H200: a
-   GROUP_M 8 -> 1 change ran 22% slower at a 17% lower clock while the rest of
-   the suite kept its clocks), and dividing that out would hide a real
-   regression. A clock change the whole device saw (a gfx950 swing) moves every
-   case's clock alike and is removed.
+   add ``e * log(clock)``, where ``e`` is the case's clock exponent from its
+   arithmetic intensity (1 compute-bound → cycles, 0 memory-bound → time,
+   partial in between; see :func:`perfci.noise.clock_exponent`). Except under a
+   power limit: when most repeats of either side ran power- or thermal-capped,
+   the kernel sets its own clock (measured on the H200: a GROUP_M 8 -> 1 change
+   ran 22% slower at a 16% lower clock while every other case kept its clock),
+   and dividing that out would hide a real regression. Such a case's repeats are
+   moved to their run's median clock, and its level by the median clock shift
+   of the suite's power-limited cases: what the device, not the kernel, did.
 2. **Common mode.** Every case's shift is split into a suite-wide part and a
    residual. The suite-wide part is robust (medians) and has a memory-side and a
    clock-side component, so a clock swing that only compute-bound cases feel is
@@ -196,8 +195,14 @@ def _own_clock_shift(b: ResultRow, c: ResultRow) -> float | None:
     return float(np.median(cc) - np.median(cb))
 
 
+def _power_limited(row: ResultRow) -> bool:
+    """Most repeats ran under a power or thermal limit (NVML reasons, amd-smi violations)."""
+    flags = [t for t in row.throttled if t is not None]
+    return bool(flags) and sum(flags) * 2 > len(flags)
+
+
 def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
-             suite_clock: float | None) -> _Prepared:
+             device_clock: dict[bool, float | None]) -> _Prepared:
     lb, lc = _samples(b), _samples(c)
     e = _exponent(b, arch)
     known = e is not None
@@ -207,8 +212,19 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
     # ones in cycles, memory-bound ones in time because the clock does not drive
     # them. Either way it gets the clocked floor.
     normalized = False
-    if opts.clock_normalize and known and own is not None and suite_clock is not None:
-        lc = lc + e * suite_clock
+    if opts.clock_normalize and known and own is not None:
+        cb, cc = _clocks(b, lb.size), _clocks(c, lc.size)
+        limited = _power_limited(b) or _power_limited(c)
+        if limited and device_clock[True] is not None:
+            # Under a power cap the kernel sets its own clock: a schedule that
+            # draws more power runs slower *because* its clock falls, so its own
+            # clock must not be divided out. Repeats are moved to their run's
+            # median clock; the level moves by what the device's other
+            # power-limited cases saw.
+            lb = lb + e * (cb - np.median(cb))
+            lc = lc + e * (cc - np.median(cc) + device_clock[True])
+        else:
+            lb, lc = lb + e * cb, lc + e * cc
         normalized = True
     shift = float(np.median(lc[:, None] - lb[None, :]))
     return _Prepared(b, c, lb, lc, e, known, normalized, shift, own)
@@ -219,9 +235,10 @@ def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOpt
     pairs = [(b, cb[b.key]) for b in base.rows
              if b.key in cb and b.status == "ok" and cb[b.key].status == "ok"
              and b.median_us and cb[b.key].median_us]
-    own = [s for s in (_own_clock_shift(b, c) for b, c in pairs) if s is not None]
-    suite_clock = float(np.median(own)) if own else None
-    return [_prepare(b, c, arch, opts, suite_clock) for b, c in pairs]
+    limited = [s for b, c in pairs if _power_limited(b) or _power_limited(c)
+               for s in [_own_clock_shift(b, c)] if s is not None]
+    device_clock = {True: float(np.median(limited)) if len(limited) >= 3 else None}
+    return [_prepare(b, c, arch, opts, device_clock) for b, c in pairs]
 
 
 def _common_mode(prepared: Sequence[_Prepared], opts: CompareOptions) -> stats.CommonMode:

@@ -28,10 +28,11 @@ verdicts:
 
 noise the repeats cannot see (the 7 repeats share one run's clock):
   clock         where both files carry per-repeat core clocks, compute-bound
-                cases are compared in cycles at the device's clock shift (the
-                median of all cases' clock ratios; a kernel whose own clock fell
-                because it draws more power stays judged on its time);
-                memory-bound ones in time; cases near the roofline ridge partly
+                cases are compared in cycles (time x clock), memory-bound ones
+                in time, cases near the roofline ridge partly. Power-limited
+                cases (throttled column) move only by the clock shift of the
+                suite's other power-limited cases: a kernel that draws more
+                power and so runs at a lower clock is really slower
   common mode   the suite-wide shift (medians, split compute/memory-bound) is
                 printed on its own line and removed; cases are judged on their
                 residual. With clocks on both sides a suite-wide shift beyond

@@ -1,11 +1,14 @@
 """Verdict logic on simulated suites (seeded) and on hand-made rows."""
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from perfci.compare import CompareOptions, compare
 from perfci.results import ResultRow, ResultTable
 from perfci.simulate import SimConfig, simulate_pair, without_clocks
+
+DATA = Path(__file__).parent / "data" / "compare"
 
 CFG = SimConfig()
 
@@ -140,3 +143,45 @@ def test_weighted_speedup_and_geomean():
     s = compare(base, cur).summary
     assert s.weighted_speedup == pytest.approx((30 + 1) / (15 + 2))
     assert s.geomean_ratio == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- real H200 data
+
+def test_h200_planted_group_m_regression_is_found_despite_its_clock_drop():
+    """Real runs (2026-11-29): GROUP_M 8 -> 1 in the sm_90 tiled config, everything else untouched.
+
+    The two large planted GEMMs ran ~22-25% slower at a ~15% lower clock under
+    the H200's power cap. Dividing each case by its own clock hid them; judged at
+    the device's clock shift they are regressions.
+    """
+    from perfci.results import read_results
+
+    base = read_results(DATA / "h200_planted_base.csv")
+    cur = read_results(DATA / "h200_planted_cur.csv")
+    verdicts = {c.key: c.verdict for c in compare(base, cur).cases}
+    for kernel in ("matmul_tiled", "matmul_persistent"):
+        assert verdicts[(kernel, "4096x28672x4096", "bf16")] == "regressed"
+    # Untouched vendor GEMMs, same power cap, same run: not regressions.
+    for shape in ("5120x5120x8320", "4096x28672x4096", "4096x4096x4096", "64x1024x6144"):
+        assert verdicts[("torch_matmul", shape, "bf16")] not in ("regressed", "broken")
+
+
+def test_power_limited_clock_drop_counts_against_the_kernel_but_a_free_one_does_not():
+    def row(kernel, times, clocks, throttled):
+        return ResultRow(kernel=kernel, shape="8192x8192x8192", dtype="bf16", status="ok",
+                         m=8192, n=8192, k=8192, median_us=sorted(times)[3], repeats_us=tuple(times),
+                         sclk_mhz=tuple(clocks), throttled=tuple([throttled] * 7), arch="sm_90")
+
+    def tables(throttled):
+        # Four bystanders keep their clock; the kernel under test is 15% slower at a 15% lower clock.
+        base = [row(f"k{i}", [1000.0 + j for j in range(7)], [1500.0] * 7, throttled) for i in range(4)]
+        cur = [row(f"k{i}", [1000.0 + j for j in range(7)], [1500.0] * 7, throttled) for i in range(4)]
+        base.append(row("suspect", [1000.0 + j for j in range(7)], [1500.0] * 7, throttled))
+        cur.append(row("suspect", [1150.0 + j for j in range(7)], [1500.0 / 1.15] * 7, throttled))
+        return ResultTable("b.csv", "perfci", tuple(base)), ResultTable("c.csv", "perfci", tuple(cur))
+
+    key = ("suspect", "8192x8192x8192", "bf16")
+    capped = {c.key: c.verdict for c in compare(*tables(True)).cases}
+    free = {c.key: c.verdict for c in compare(*tables(False)).cases}
+    assert capped[key] == "regressed"  # its own power draw lowered its clock: really slower
+    assert free[key] == "unchanged"  # same cycles at a clock something else lowered
