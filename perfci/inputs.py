@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from perfci.errors import PerfciError
-from perfci.results import ResultRow, ResultTable, read_results
+from perfci.results import ResultRow, ResultTable, read_input_text, read_results
 
 _BRACKET = re.compile(r"\[.*\]$")
 
@@ -44,18 +44,7 @@ def read_pytest_benchmark(path: str) -> ResultTable:
     its ``[param]`` suffix when ``params`` say the same thing; ``params`` with
     m/n/k give the shape ``MxNxK``, other params the shape text.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise PerfciError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PerfciError(f"{path}: is a directory, not a JSON file") from None
-    except UnicodeDecodeError:
-        raise PerfciError(f"{path}: not a text file (cannot decode as UTF-8)") from None
-    except OSError as err:
-        raise PerfciError(f"{path}: cannot read ({err.strerror})") from None
-    if not text.strip():
-        raise PerfciError(f"{path}: the file is empty")
+    text = read_input_text(str(path), "JSON")
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:

@@ -6,6 +6,7 @@ it through :mod:`perfci.results`.
 """
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -96,9 +97,7 @@ class CaseResult:
     def median_us(self) -> float | None:
         if self.status != "ok" or not self.repeats:
             return None
-        values = sorted(r.median_us for r in self.repeats)
-        mid = len(values) // 2
-        return values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+        return statistics.median(r.median_us for r in self.repeats)
 
 
 @dataclass(frozen=True)

@@ -247,19 +247,25 @@ class _Cells:
         return tuple(out)
 
 
-def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
+def read_input_text(path: str, kind: str) -> str:
+    """A results file's text, or one line saying why it cannot be read."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise PerfciError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise PerfciError(f"{path}: is a directory, not a CSV file") from None
+        raise PerfciError(f"{path}: is a directory, not a {kind} file") from None
     except UnicodeDecodeError:
         raise PerfciError(f"{path}: not a text file (cannot decode as UTF-8)") from None
     except OSError as err:
         raise PerfciError(f"{path}: cannot read ({err.strerror})") from None
     if not text.strip():
         raise PerfciError(f"{path}: the file is empty")
+    return text
+
+
+def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
+    text = read_input_text(path, "CSV")
     try:
         reader = csv.DictReader(io.StringIO(text))
         header = [h.strip() for h in (reader.fieldnames or [])]

@@ -15,6 +15,7 @@ and host launch overhead never enters the measured interval.
 from __future__ import annotations
 
 import time
+from statistics import median  # noqa: F401 - the loop's statistic, re-exported
 from typing import Callable, Protocol, Sequence
 
 
@@ -141,14 +142,6 @@ def time_iterations(run: Callable[[], object], marks: Marks, iters: int,
         run()
         marks.stop(i)
     return marks.elapsed_us()
-
-
-def median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("median of no values")
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
 def clock_settled(clocks_mhz: Sequence[float | None], window: int = 3, tolerance: float = 0.01) -> bool:

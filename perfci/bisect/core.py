@@ -12,6 +12,8 @@ Conventions:
 """
 from __future__ import annotations
 
+from statistics import median
+
 import math
 from dataclasses import dataclass, field
 from enum import Enum
@@ -139,14 +141,6 @@ class SearchState:
 def oriented(value: float, higher_is_better: bool) -> float:
     """Map a metric so that lower is always better (throughput -> negative throughput)."""
     return -value if higher_is_better else value
-
-
-def median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("median of no values")
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
 
 
 def _mann_whitney_less(x: Sequence[float], y: Sequence[float]) -> float:
