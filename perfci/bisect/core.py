@@ -12,11 +12,10 @@ Conventions:
 """
 from __future__ import annotations
 
-from statistics import median
-
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from statistics import median
 from typing import Mapping, Sequence
 
 
