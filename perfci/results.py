@@ -163,6 +163,21 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         raise
 
 
+def check_writable(path: str | os.PathLike) -> None:
+    """Fail before any measuring if the results file could not be written."""
+    target = Path(path)
+    if target.is_dir():
+        raise PerfciError(f"--out {path}: is a directory; give a file name, e.g. {target / 'results.csv'}")
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=parent)
+    except OSError as err:
+        raise PerfciError(f"--out {path}: cannot write in {parent} ({err.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def render_rows_csv(rows: Sequence[dict[str, str]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")

@@ -102,6 +102,8 @@ def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite):
     (["run", "smoke", "--out", "x.csv", "--shard", "5/4"], "--shard 5/4"),
     (["run", "smoke"], "the following arguments are required: --out"),
     (["run", "missing.toml", "--out", "x.csv"], "suite file missing.toml does not exist"),
+    (["run", "smoke", "--out", "tests"], "--out tests: is a directory"),
+    (["run", "smoke", "--out", "/proc/nope/x.csv"], "--out /proc/nope/x.csv: cannot write"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     proc = perfci(*args, cwd=ROOT, timeout=60)
