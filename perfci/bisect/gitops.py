@@ -274,12 +274,33 @@ def tree_matches_stash(repo, stash_sha: str) -> bool:
         return False
 
 
+def displace_bisect_leftovers(repo, stash_sha: str) -> list[str]:
+    """Move untracked files the bisect created out of the user's tree.
+
+    Every untracked, non-ignored file of the user's went into the stash, so any
+    such file now was written by a build or a bench (``--out r.csv``). One that
+    the stash also holds would block the stash from coming back; any other would
+    be a file the user never had. They go to .git/perfci-bisect/displaced/ (moved,
+    never deleted) so the tree comes back exactly as it was.
+    """
+    root = Path(repo.working_tree_dir)
+    listing = git_run(repo, "ls-files", "--others", "--exclude-standard", "-z", check=False)
+    leftovers = [rel for rel in listing.split("\0") if rel]
+    destination = state_dir(repo) / "displaced" / stash_sha[:12]
+    for rel in leftovers:
+        target = destination / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(root / rel), str(target))
+    return leftovers
+
+
 def restore_stash(repo, stash_sha: str) -> str | None:
     """Apply the stash by sha with its index, verify, then drop it. Returns a warning or None."""
     import git
 
     recover = (f"your changes are safe in stash {stash_sha[:12]}; get them back with: "
                f"git stash apply --index {stash_sha}")
+    displace_bisect_leftovers(repo, stash_sha)
     if not tree_matches_stash(repo, stash_sha):
         try:
             repo.git.stash("apply", "--index", stash_sha)

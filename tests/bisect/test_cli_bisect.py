@@ -128,6 +128,26 @@ def test_csv_metric_through_a_results_file(history_factory):
     assert parse_json(result.stdout)["culprit"]["sha"] == h.culprit
 
 
+def test_bench_output_over_a_users_untracked_file_leaves_the_users_file(history_factory):
+    """The README's own example writes r.csv; a user may have an r.csv of their own."""
+    h = history_factory(n_commits=10, culprit_index=5)  # dirty tree, tracked edits included
+    (h.path / "r.csv").write_text("the user's own results, not the bench's\n")
+    before = snapshot(h.path)
+    writer = (
+        "import subprocess, sys; t = subprocess.run(['./bench.py'], capture_output=True, text=True).stdout.split()[-2];"
+        "open('r.csv', 'w').write('kernel,shape,dtype,median_us,status\\nk,1x1x1,fp16,' + t + ',ok\\n');"
+        "open('extra-artifact.log', 'w').write('bench log')"
+    )
+    import sys
+
+    result = perfci(h.path, "--csv-column", "median_us", "--case", "k,1x1x1,fp16", "--format", "json",
+                    h.good, h.bad, "--", sys.executable, "-c", writer, "--out", "r.csv")
+    assert result.returncode == 0, result.stderr
+    assert parse_json(result.stdout)["culprit"]["sha"] == h.culprit
+    assert snapshot(h.path) == before  # r.csv is the user's again; the bench's artifacts are gone
+    assert (h.path / ".git" / "perfci-bisect" / "displaced").is_dir()  # moved there, not deleted
+
+
 # --------------------------------------------------------------------------- bad input
 
 
