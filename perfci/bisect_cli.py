@@ -63,6 +63,18 @@ exit codes:
 """
 
 
+def _non_negative_pct(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite percentage >= 0")
+    return value
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "bisect", help="find the commit that made a benchmark slower",
@@ -91,7 +103,7 @@ def add_parser(subparsers) -> None:
                    help="runs per commit, and at GOOD and BAD (default 5; at least 5 for the baseline test)")
     s.add_argument("--max-repeats", type=int, default=20, metavar="N",
                    help="an unsure commit's runs double up to N, then it is skipped (default 20)")
-    s.add_argument("--min-effect", type=float, default=2.0, metavar="PCT",
+    s.add_argument("--min-effect", type=_non_negative_pct, default=2.0, metavar="PCT",
                    help="stop (exit 3) unless BAD is slower than GOOD by more than PCT percent (default 2)")
 
     r = p.add_argument_group("running")
@@ -241,8 +253,13 @@ def _bisect(args) -> int:
     sys.stdout.write(report.RENDERERS[args.format](result))
     sys.stdout.flush()
     if args.plot:
-        report.plot(result, Path(args.plot))
-        print(f"perfci bisect: plot written to {args.plot}", file=sys.stderr)
+        try:
+            report.plot(result, Path(args.plot))
+        except (OSError, ValueError) as err:  # ValueError: a format matplotlib cannot write
+            print(f"perfci bisect: could not write the plot {args.plot}: "
+                  f"{getattr(err, 'strerror', None) or err}", file=sys.stderr)
+        else:
+            print(f"perfci bisect: plot written to {args.plot}", file=sys.stderr)
     return result.exit_code
 
 

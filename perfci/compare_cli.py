@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
@@ -39,7 +40,7 @@ noise the repeats cannot see (the 7 repeats share one run's clock):
                 the profile's suite floor fails the gate; without clocks it is
                 inconclusive (a clock swing looks the same)
   floor         per-arch effect floor from a noise profile (built-ins: gfx950,
-                gfx942, sm_90, generic; or a JSON file from `perfci calibrate`),
+                gfx942, sm_90, cpu, generic; or a JSON file from `perfci calibrate`),
                 wider without clocks and near the ridge point
 
 inputs: perfci CSV, FlyDSL CSV (one value per case: threshold-only verdicts),
@@ -136,12 +137,15 @@ def main(args) -> int:
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
     result = compare(base, cur, profile, opts)
+    if all(c.verdict in ("added", "removed") for c in result.cases):
+        raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
+                          f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
     sys.stdout.write(compare_render.RENDERERS[args.format](result))
     if args.plot:
         try:
             compare_render.plot(result, args.plot)
-        except OSError as err:
-            raise PerfciError(f"--plot {args.plot}: cannot write ({err.strerror or err})") from None
+        except (OSError, ValueError) as err:  # ValueError: a format matplotlib cannot write
+            raise PerfciError(f"--plot {args.plot}: cannot write ({getattr(err, 'strerror', None) or err})") from None
     if result.regressed:
         return EXIT_REGRESSION
     if args.strict and result.inconclusive:
@@ -154,6 +158,10 @@ def calibrate_main(args) -> int:
     from perfci.noise import calibrate, profile_to_json
     from perfci.results import atomic_write_text
 
+    if len(set(map(os.path.realpath, args.runs))) != len(args.runs):
+        raise PerfciError("calibrate: the same file is given twice; A/A needs separate runs")
+    if len(args.runs) < 2:
+        raise PerfciError("calibrate: give two or more A/A runs")
     tables = [read_any(p) for p in args.runs]
     cal = calibrate(tables, arch=args.arch, name=args.name)
     text = profile_to_json(cal.profile, {"runs": list(args.runs), "pairs": cal.n_pairs,

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import statistics
 from pathlib import Path
 
 from perfci.errors import PerfciError
@@ -112,11 +113,8 @@ def _bench_row(path: str, i: int, b: object) -> ResultRow:
         if lower.get("dtype") is not None:
             dtype = str(lower["dtype"]).replace("torch.", "").replace("bfloat16", "bf16") \
                 .replace("float16", "fp16").replace("float32", "fp32")
-    us = sorted(v * 1e6 for v in values)
-    mid = len(us) // 2
-    median = us[mid] if len(us) % 2 else 0.5 * (us[mid - 1] + us[mid])
     return ResultRow(kernel=kernel, shape=shape, dtype=dtype, status="ok", m=m, n=n, k=k,
-                     median_us=median, repeats_us=tuple(v * 1e6 for v in values), line=i)
+                     median_us=statistics.median(v * 1e6 for v in values), repeats_us=tuple(v * 1e6 for v in values), line=i)
 
 
 def _seconds(where: str, v: object) -> float:

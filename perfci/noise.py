@@ -229,8 +229,8 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
     removed). Each floor is ``CALIBRATE_MARGIN`` times the 99th percentile of the
     pooled |residuals| of its class (pure vs transition band). The suite floor
     is the largest common-mode shift seen between two runs, with the same margin.
-    Classes without data keep the built-in profile's value, scaled by how much
-    the measured classes moved (a note in ``source`` says so).
+    Classes without data keep the built-in profile's value for the arch (a
+    note in ``source`` names them).
 
     Args:
         tables: ResultTables of the A/A runs (at least 2; 5 or more advised).

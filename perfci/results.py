@@ -27,8 +27,8 @@ from perfci.model import STATUSES, CaseResult, Environment
 
 SCHEMA_VERSION = "1"
 
-# The columns a perfci results CSV always has, in order. The issue-mandated ones
-# come first so the file reads well in a terminal.
+# The columns a perfci results CSV always has, in order. The ones a reader wants
+# first (what, how fast) come first, so the file reads well in a terminal.
 COLUMNS = (
     "kernel", "shape", "dtype", "M", "N", "K",
     "median_us", "repeats_us", "iters", "timer", "tflops", "tbps", "roofline_pct",
@@ -147,20 +147,35 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     rename on one filesystem, which POSIX makes atomic.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise PerfciError(f"{path}: is a directory; give a file name")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise PerfciError(f"{path}: cannot write ({err.strerror})") from None
+    try:
+        # mkstemp makes the file 0600; results are meant to be shared (CI artifacts).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(err, OSError):
+            raise PerfciError(f"{path}: cannot write ({err.strerror})") from None
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def check_writable(path: str | os.PathLike) -> None:

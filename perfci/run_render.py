@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import statistics
 from typing import Sequence
 
 HEADERS = ("kernel", "shape", "dtype", "µs", "spread", "TFLOP/s", "TB/s", "% roof", "MHz", "status")
@@ -17,8 +18,8 @@ def _spread(row: dict[str, str]) -> str:
 
 
 def _clock(row: dict[str, str]) -> str:
-    clocks = sorted(float(v) for v in row.get("sclk_mhz", "").split(";") if v)
-    return f"{clocks[len(clocks) // 2]:.0f}" if clocks else ""
+    clocks = [float(v) for v in row.get("sclk_mhz", "").split(";") if v]
+    return f"{statistics.median(clocks):.0f}" if clocks else ""
 
 
 def table_cells(row: dict[str, str]) -> tuple[str, ...]:

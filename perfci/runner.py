@@ -80,7 +80,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
         except Timeout:
             raise PerfciError(f"GPU {name} stayed locked for {lock_timeout_s:.0f} s by another "
                               f"perfci run ({lock.lock_file})") from None
-    return lock
+    return lock  # acquired: the caller releases it
 
 
 def _worker_env(root: Path, device: str) -> dict[str, str]:
@@ -255,8 +255,17 @@ def run_cases(cases: Sequence[CaseSpec], options: RunOptions, device: str, root:
                 on_start(index, spec)
                 started = time.perf_counter()
                 if server is not None and server.proc.poll() is not None:
+                    server.close()
                     server = ForkServer(_worker_env(root, device), Path(tmp) / f"server{index}.log")
-                result, raw = run_case(spec, options, device, root, Path(tmp), index, env, server)
+                try:
+                    result, raw = run_case(spec, options, device, root, Path(tmp), index, env, server)
+                except (RuntimeError, queue.Empty) as err:
+                    # The fork server itself died (not the case's own process); record
+                    # the case and let the next one start a fresh server.
+                    result, raw = CaseResult(spec=spec, status="error",
+                                             message=f"perfci fork server failed: {err}"), {}
+                    if server is not None:
+                        _kill_pgid(server.proc.pid)
                 env = env or raw.get("env")
                 raw["wall_s"] = time.perf_counter() - started
                 on_done(index, result, raw)

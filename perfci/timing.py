@@ -69,9 +69,9 @@ class ProfilerMarks:
     """Kernel durations from the device profiler (CUPTI on NVIDIA, roctracer on ROCm).
 
     Device events bracket more than the kernel: on an H200 the event pair around
-    a launch reads ~3.5 µs more than the kernel itself ran (the dispatch of the
-    grid and the events' own processing), which is a third of a decode GEMM's
-    time. The profiler's per-kernel timestamps hold only the kernels; a launch's
+    a launch reads ~4 µs more than the kernel itself ran (the dispatch of the
+    grid and the events' own processing): a decode GEMM of 5-15 µs reads 1.3 to
+    2 times its kernel time. The profiler's per-kernel timestamps hold only the kernels; a launch's
     value is the sum of its kernels' durations
     (a split-K GEMM and its reduction count together). The profiler is switched
     on at the first start mark and read once at the end, so it adds nothing

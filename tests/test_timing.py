@@ -1,4 +1,4 @@
-from perfci.timing import HostMarks, clock_settled, median, time_iterations
+from perfci.timing import HostMarks, clock_settled, time_iterations
 
 
 class RecordingMarks:
@@ -32,17 +32,6 @@ def test_host_marks_measure_only_between_start_and_stop():
     ticks = iter([1_000, 4_000, 10_000, 10_500])
     marks = HostMarks(2, clock=lambda: next(ticks))
     assert time_iterations(lambda: None, marks, 2) == [3.0, 0.5]
-
-
-def test_median_odd_even_and_empty():
-    assert median([3.0, 1.0, 2.0]) == 2.0
-    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
-    try:
-        median([])
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("median of nothing must raise")
 
 
 def test_clock_settled_needs_a_full_window_within_tolerance():
