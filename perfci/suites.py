@@ -80,6 +80,8 @@ def resolve_suite_path(name_or_path: str, root: Path | None = None) -> Path:
             raise PerfciError(f"built-in suite '{name_or_path}' not found at {path}")
         return path
     path = Path(name_or_path)
+    if path.is_dir():
+        raise PerfciError(f"{name_or_path} is a directory; give a suite name or a .toml file")
     if path.suffix == ".toml" or os.sep in name_or_path:
         if not path.is_file():
             raise PerfciError(f"suite file {name_or_path} does not exist")
@@ -189,6 +191,12 @@ def _expand_entry(entry: Mapping[str, object], where: str, default_dtype: object
         raise PerfciError(f"{where}: give 'variant' or 'variants', not both")
     variants = entry.get("variants", [entry["variant"]] if "variant" in entry else [{}])
     variants = _as_list(variants, f"{where}: 'variants'", dict)
+    for variant in variants:
+        for key, value in variant.items():
+            # Variant values become part of the case key; true/1.0 would make
+            # a second key for what the kernel reads as 1.
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise PerfciError(f"{where}: variant {key} = {value!r}: use an integer or a string")
     weight = entry.get("weight", 1.0)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight <= 0:
         raise PerfciError(f"{where}: 'weight' must be a positive number")

@@ -49,6 +49,8 @@ def test_entry_expands_to_the_cartesian_product():
     ({"name": "t", "cases": [{"kernel": "a", "M": 0, "N": 2, "K": 3}]}, "'M' must be positive"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "dtype": "fp4"}]}, "unknown dtype 'fp4'"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "weight": -1}]}, "'weight' must be"),
+    ({"name": "t", "cases": [{"kernel": "a", "variant": {"m_fast": True}, "M": 1, "N": 2, "K": 3}]},
+     "variant m_fast = True: use an integer"),
     ({"name": "t", "devices": ["tpu"], "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}]}, "not tpu"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}, {"kernel": "a", "M": 1, "N": 2, "K": 3}]},
      "declared twice"),
