@@ -115,3 +115,47 @@ class Environment:
     git_sha: str = ""
     host: str = ""
     timestamp: str = ""  # ISO 8601, UTC
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One case as read back from a results file (perfci or FlyDSL)."""
+
+    kernel: str
+    shape: str
+    dtype: str
+    status: str
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    median_us: float | None = None
+    repeats_us: tuple[float, ...] = ()
+    iters: int = 0
+    tflops: float | None = None
+    tbps: float | None = None
+    sclk_mhz: tuple[float | None, ...] = ()
+    throttled: tuple[bool | None, ...] = ()
+    weight: float = 1.0
+    arch: str = ""
+    device_name: str = ""
+    git_sha: str = ""
+    message: str = ""
+    line: int = 0  # line in the source file, for error messages downstream
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kernel, self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    path: str
+    format: str  # "perfci" | "flydsl"
+    rows: tuple[ResultRow, ...] = field(default_factory=tuple)
+
+    @property
+    def has_repeats(self) -> bool:
+        return any(len(r.repeats_us) > 1 for r in self.rows)
+
+    def by_key(self) -> dict[tuple[str, str, str], ResultRow]:
+        return {r.key: r for r in self.rows}

@@ -29,7 +29,7 @@ import numpy as np
 
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, shape_key
 from perfci.roofline import ceiling_for
-from perfci.results import ResultRow, ResultTable
+from perfci.model import ResultRow, ResultTable
 
 # (N, K) of typical LLM projections; M sweeps decode (memory-bound) to prefill.
 _NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (8192, 28672))
