@@ -466,9 +466,8 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
                     f"memory-bound {suite.memory_pct:+.1f}%")
         else:
             line = f"common mode ({what}): every case {suite.overall_pct:+.1f}%"
-        worst = max((suite.memory_pct, suite.compute_pct), key=abs) if suite.method == "split" else suite.overall_pct
         if suite.verdict in ("regressed", "improved", "inconclusive"):
-            size = f"{abs(worst):.0f}% {'slower' if worst > 0 else 'faster'}"
+            size = f"{abs(suite.overall_pct):.0f}% {'slower' if suite.overall_pct > 0 else 'faster'}"
             cause = ("not the core clock (clock-normalized): a driver, firmware or shared code change?"
                      if suite.clock_normalized else
                      "clocks, driver or a shared change? (no clock telemetry to tell them apart)")
