@@ -47,7 +47,7 @@ cd "$demo"
 git init -q -b main
 git config commit.gpgsign false
 cp -r "$source_root/perfci" "$source_root/kernels" "$source_root/suites" "$source_root/pyproject.toml" .
-printf '__pycache__/\n*.csv\n*.png\n' > .gitignore
+printf '__pycache__/\n*.csv\n*.png\nbisect.json\n' > .gitignore
 echo "demo history for perfci bisect" > DEMO.md
 git add -A
 git commit -qm "GOOD: kernels as in $(git -C "$source_root" rev-parse --short HEAD)"

@@ -184,12 +184,42 @@ def _config(args):
         raise PerfciError("--jobs must be at least 1")
     if args.timeout is not None and args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
+    _refuse_stdout_inside_the_tree(Path(args.repo))
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
     bench = BenchSpec(tuple(args.command), args.build,
                       MetricSpec(args.metric, args.json_path, args.csv_column, args.case, csv_file), args.timeout)
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better, args.repeats,
                         args.max_repeats, args.min_effect, args.first_parent, args.jobs, gpus,
                         _arguments_for_resume(args))
+
+
+def _refuse_stdout_inside_the_tree(repo: Path) -> None:
+    """``perfci bisect ... > report.json`` inside the repository would lose the report.
+
+    Bisect stashes untracked files and brings them back at the end, so an
+    untracked file that the shell opened for stdout is put back as it was
+    before the bisect (empty), while the report went to the stashed-away inode.
+    """
+    import os
+    import subprocess
+
+    try:
+        target = Path(os.readlink("/proc/self/fd/1"))
+        if not target.is_file():
+            return
+        top = Path(subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+        relative = target.resolve().relative_to(top.resolve())
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return  # not Linux, stdout not a file, or a file outside the repository: all fine
+    listed = subprocess.run(["git", "-C", str(top), "ls-files", "--error-unmatch", str(relative)],
+                            capture_output=True, text=True).returncode == 0
+    ignored = subprocess.run(["git", "-C", str(top), "check-ignore", "-q", str(relative)],
+                             capture_output=True, text=True).returncode == 0
+    if not listed and not ignored:
+        raise PerfciError(f"stdout goes to {relative}, an untracked file inside the repository: bisect "
+                          f"stashes untracked files, so the report would be lost; write it outside the "
+                          f"repository, or add it to .gitignore")
 
 
 class _Progress:

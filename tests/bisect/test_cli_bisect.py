@@ -207,3 +207,19 @@ def test_abort_without_a_journal_says_so(history_factory, flag):
     h = history_factory(n_commits=3, culprit_index=2, dirty=False)
     result = perfci(h.path, flag)
     assert result.returncode == 2 and "nothing to abort" in one_clean_line(result.stderr)
+
+
+def test_a_report_redirected_into_the_repo_is_refused_before_anything_moves(history_factory):
+    import subprocess
+    import sys
+
+    h = history_factory(n_commits=6, culprit_index=3)
+    before = snapshot(h.path)
+    report = h.path / "report.json"
+    with open(report, "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "perfci", "bisect", h.good, h.bad, "--", "./bench.py"],
+                              cwd=h.path, stdout=out, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "stdout goes to report.json" in proc.stderr and "Traceback" not in proc.stderr
+    report.unlink()
+    assert snapshot(h.path) == before
