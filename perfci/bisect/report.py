@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from perfci.bisect.core import BisectResult, StepRecord, Verdict
@@ -153,8 +154,10 @@ def plot(result: BisectResult, path: Path) -> None:
         ax.axvline(culprit_order - 0.5, color="black", lw=1, ls=":",
                    label=f"first bad {result.culprit['sha'][:10]}")
     ax.set_xlabel(f"commit order (0 = GOOD, {result.commits_total} = BAD)")
-    ax.set_ylabel(result.metric + (" (higher is better)" if result.higher_is_better else " (lower is better)"))
-    ax.set_title("perfci bisect")
+    # The metric's description can be long (column, case and file): it goes in
+    # the title, where there is room, and the axis says only the direction.
+    ax.set_ylabel("higher is better" if result.higher_is_better else "lower is better")
+    ax.set_title(textwrap.fill(f"perfci bisect: {result.metric}", 90), fontsize=10)
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
