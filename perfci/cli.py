@@ -25,7 +25,7 @@ examples:
   perfci run smoke --device cpu --out results.csv    # CPU via the Triton interpreter
   perfci run decode --out cur.csv --filter 'M<=16'   # on the visible GPU
   perfci compare baselines/h200/decode.csv cur.csv --format markdown
-  perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \
+  perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \\
       -- perfci run decode --filter kernel=gemv --out r.csv
 """
 
