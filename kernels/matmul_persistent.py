@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from kernels import _configs
-from kernels.matmul_tiled import apply_epilogue, check_bias, grouped_tile
+from kernels.matmul_tiled import check_bias, grouped_tile, matmul_tile
 
 
 @triton.jit
@@ -45,32 +45,12 @@ def matmul_persistent_kernel(
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    offs_k = tl.arange(0, BLOCK_K)
 
     for tile_id in range(start_pid, num_tiles, NUM_PROGRAMS):
         pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        # Wrapped loads stay in bounds on edge tiles; the store mask drops them.
-        offs_am = offs_m % M
-        offs_bn = offs_n % N
-        a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
-        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
-
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(0, k_tiles):
-            k_remaining = K - ki * BLOCK_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_remaining, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_remaining, other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
-
-        acc = apply_epilogue(acc, bias_ptr, offs_n, N, EPILOGUE)
-        c = acc.to(c_ptr.dtype.element_ty)
-        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-        tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+                    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                    pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE)
 
 
 def matmul_persistent(a, b, *, bias=None, epilogue: str = "none", out=None, config=None, num_programs=None):

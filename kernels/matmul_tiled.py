@@ -74,26 +74,27 @@ def apply_epilogue(acc, bias_ptr, offs_n, N, EPILOGUE: tl.constexpr):
 
 
 @triton.jit
-def matmul_tiled_kernel(
+def matmul_tile(
     # Pointers to matrices
     a_ptr, b_ptr, c_ptr, bias_ptr,
     # Matrix dimensions
     M, N, K,
-    # Strides: how far to move the pointer to step one element along each axis.
+    # Strides
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_cm, stride_cn,
+    # Which tile of C
+    pid_m, pid_n,
     # Meta-parameters
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
     EPILOGUE: tl.constexpr,
 ):
-    """One program computes C[pid_m*BLOCK_M : +BLOCK_M, pid_n*BLOCK_N : +BLOCK_N]."""
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
+    """C tile (pid_m, pid_n) = act(A @ B + bias): the K loop, the epilogue, the masked store.
 
+    Shared by the tiled kernel (one tile per program) and the persistent kernel
+    (a loop over tiles); Triton inlines it, so each kernel compiles as if it
+    were written out in place.
+    """
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # Wrapping the load offsets (instead of masking them) keeps edge tiles'
@@ -119,6 +120,32 @@ def matmul_tiled_kernel(
     c = acc.to(c_ptr.dtype.element_ty)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def matmul_tiled_kernel(
+    # Pointers to matrices
+    a_ptr, b_ptr, c_ptr, bias_ptr,
+    # Matrix dimensions
+    M, N, K,
+    # Strides: how far to move the pointer to step one element along each axis.
+    stride_am, stride_ak,
+    stride_bk, stride_bn,
+    stride_cm, stride_cn,
+    # Meta-parameters
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EPILOGUE: tl.constexpr,
+):
+    """One program computes C[pid_m*BLOCK_M : +BLOCK_M, pid_n*BLOCK_N : +BLOCK_N]."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
+
+    matmul_tile(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+                stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, EPILOGUE)
 
 
 def check_bias(bias, epilogue: str, N: int, out_dtype, device, kernel: str):
