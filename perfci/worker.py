@@ -257,6 +257,9 @@ def main(argv: list[str]) -> int:
     except Exception as err:  # noqa: BLE001 - any failure becomes this case's 'error' row
         oom = "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
         message = "out of memory" if oom else f"{type(err).__name__}: {err}"
+        if isinstance(err, ModuleNotFoundError) and err.name == "triton":
+            message = ("triton is not installed: on a CPU-only machine pip install -e '.[cpu]'; "
+                       "on a GPU it comes with the vendor's torch")
         traceback.print_exc()  # goes to the worker's log for whoever investigates
         result = {"status": "error", "message": " ".join(message.split())[:500], "repeats": []}
     tmp = argv[1] + ".tmp"
