@@ -72,6 +72,12 @@ class CompareOptions:
     fdr: bool = True  # Benjamini–Hochberg; off only for ablations
     arch: str | None = None  # overrides the arch read from the files
     min_common_mode_cases: int = 6
+    # A run whose repeats of a case spread this much (robust sd of log time, in
+    # percent) while the other run's are `disturbed_ratio` times tighter was
+    # disturbed during that case: no regressed/improved verdict rests on it.
+    # None turns the guard off (ablations).
+    disturbed_spread_pct: float | None = 5.0
+    disturbed_ratio: float = 3.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class CaseComparison:
     weight: float = 1.0
     base_status: str = ""
     cur_status: str = ""
+    spread_base_pct: float | None = None  # robust sd of the repeats (judged space), percent
+    spread_cur_pct: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -248,16 +256,24 @@ def _common_mode(prepared: Sequence[_Prepared], opts: CompareOptions) -> stats.C
                              min_cases=opts.min_common_mode_cases)
 
 
-def pair_residuals(base: ResultTable, cur: ResultTable, arch: str,
-                   opts: CompareOptions) -> list[tuple[float, float | None, bool]]:
-    """(residual log shift, clock exponent, judged with clocks) of every comparable case.
+@dataclass(frozen=True)
+class Residual:
+    """One case of one A/A pair, as ``perfci calibrate`` needs it."""
+    log_shift: float  # after clock normalization and the common mode
+    exponent: float | None
+    clocked: bool
+    base_us: float
+    disturbed: bool  # compare would never call it regressed/improved (see _disturbed_side)
 
-    Used by :func:`perfci.noise.calibrate`, so a profile measures exactly the
-    quantity the floor is compared against.
-    """
+
+def pair_residuals(base: ResultTable, cur: ResultTable, arch: str,
+                   opts: CompareOptions) -> list[Residual]:
+    """Every comparable case's residual shift between two runs, judged as compare judges it."""
     prepared = _comparable(base, cur, arch, opts)
     cm = _common_mode(prepared, opts)
-    return [(p.shift - cm.at(p.exponent), p.exponent if p.exponent_known else None, p.normalized)
+    return [Residual(p.shift - cm.at(p.exponent), p.exponent if p.exponent_known else None,
+                     p.normalized, float(p.base.median_us),
+                     _disturbed_side(stats.robust_spread(p.lb), stats.robust_spread(p.lc), opts) is not None)
             for p in prepared]
 
 
@@ -275,7 +291,7 @@ def _floor(p: _Prepared, profile: NoiseProfile, cm: stats.CommonMode,
         f = math.log1p(opts.min_effect_pct / 100.0)
         return f, f
     exponent = p.exponent if p.exponent_known else None
-    floor = math.log1p(profile.floor_for(exponent, p.normalized) / 100.0)
+    floor = math.log1p(profile.floor_for(exponent, p.normalized, p.base.median_us) / 100.0)
     if p.normalized or cm.method != "none":
         return floor, floor
     # Nothing removed the clock swing: a clock-driven case can move by the whole
@@ -345,6 +361,18 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
 
     suite = _suite_verdict(cm, prepared, profile, opts)
     notes.extend(_notes(prepared, cm, suite, profile, opts, threshold_only, n_tested, arch))
+    timers_b = {r.timer for r in base.rows if r.timer}
+    timers_c = {r.timer for r in cur.rows if r.timer}
+    if timers_b and timers_c and timers_b != timers_c:
+        notes.append(f"base was timed with {'/'.join(sorted(timers_b))} and cur with "
+                     f"{'/'.join(sorted(timers_c))}: on an H200, device events read 3-5 us above "
+                     f"the profiler's kernel time, so short cases differ by construction; "
+                     f"compare runs made with the same --timer")
+    disturbed = [c for c in cases if "disturbed" in c.reason]
+    if disturbed:
+        names = ", ".join(f"{c.kernel} {c.shape}" for c in disturbed[:4]) + (" ..." if len(disturbed) > 4 else "")
+        notes.append(f"{len(disturbed)} case(s) held back as inconclusive: one run's repeats scattered "
+                     f"(a disturbed run, not a slower kernel); run them again: {names}")
     summary = _summary(cases)
     return Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
                       threshold_only, tuple(notes))
@@ -370,15 +398,23 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
         return replace(base, verdict=verdict, adj_ratio=math.exp(est), ci_low=math.exp(est),
                        ci_high=math.exp(est), reason="threshold only: no repeats to test")
     hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
+    spread_b, spread_c = stats.robust_spread(p.lb), stats.robust_spread(p.lc)
     base = replace(base, adj_ratio=math.exp(hl.estimate), ci_low=math.exp(hl.low),
-                   ci_high=math.exp(hl.high))
+                   ci_high=math.exp(hl.high), spread_base_pct=100.0 * spread_b,
+                   spread_cur_pct=100.0 * spread_c)
     if stats.min_pvalue(n1, n2) > opts.alpha or not hl.confident:
         return replace(base, verdict="inconclusive",
                        reason=f"too few repeats ({n1} vs {n2}) to reach significance")
     significant = qv is not None and qv <= opts.alpha
-    if significant and hl.low > floor:
-        return replace(base, verdict="regressed", reason="significant, interval above the floor")
-    if significant and hl.high < -floor:
+    if significant and (hl.low > floor or hl.high < -floor):
+        disturbed = _disturbed_side(spread_b, spread_c, opts)
+        if disturbed:
+            return replace(base, verdict="inconclusive",
+                           reason=f"{disturbed}'s repeats spread ±{100 * max(spread_b, spread_c):.1f}% "
+                                  f"against ±{100 * min(spread_b, spread_c):.1f}%: that run was "
+                                  f"disturbed during this case; run it again")
+        if hl.low > floor:
+            return replace(base, verdict="regressed", reason="significant, interval above the floor")
         return replace(base, verdict="improved", reason="significant, interval below the floor")
     if -floor < hl.low and hl.high < floor:
         if floor > plain_floor and not -plain_floor < hl.low <= hl.high < plain_floor:
@@ -390,6 +426,25 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if significant:
         return replace(base, verdict="inconclusive", reason="significant, but the interval straddles the floor")
     return replace(base, verdict="inconclusive", reason="not significant, interval reaches past the floor")
+
+
+def _disturbed_side(spread_base: float, spread_cur: float, opts: CompareOptions) -> str | None:
+    """'base' or 'cur' when that side's repeats scatter far more than the other's.
+
+    Seen on the H200 (benchmarks/results/h200-2026-11-29b, 315 A/A case pairs): a
+    ~10 us split-K case usually repeats within ±1%, but now and then a whole run of
+    it scatters by ±10-30% and its median moves by up to +73%. Every false alarm
+    in those A/A runs came from such a run; no calm pair moved by more than 8%.
+    A real slowdown moves the repeats together; it does not scatter them.
+    """
+    if opts.disturbed_spread_pct is None:
+        return None
+    limit = opts.disturbed_spread_pct / 100.0
+    wide, narrow, side = ((spread_cur, spread_base, "cur") if spread_cur >= spread_base
+                          else (spread_base, spread_cur, "base"))
+    if wide >= limit and wide >= opts.disturbed_ratio * narrow:
+        return side
+    return None
 
 
 def _status_case(b: ResultRow, c: ResultRow) -> CaseComparison:
@@ -490,8 +545,9 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
                     f"{100 * math.expm1(p.own_clock):+.0f}% against the device's {100 * math.expm1(device):+.0f}%"
                     f"; a kernel that draws more power runs at a lower clock under a power cap, so "
                     f"this is judged as part of its time")
+    per_us = f", each plus {profile.floor_us:g} us / base time" if profile.floor_us else ""
     notes.append(f"noise profile {profile.name}: floor {profile.floor_pct:g}% with clocks, "
-                 f"{profile.unclocked_floor_pct:g}% without ({profile.source})"
+                 f"{profile.unclocked_floor_pct:g}% without{per_us} ({profile.source})"
                  if opts.min_effect_pct is None else f"floor set by --min-effect: {opts.min_effect_pct:g}%")
     return notes
 

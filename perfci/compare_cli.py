@@ -166,13 +166,16 @@ def calibrate_main(args) -> int:
     cal = calibrate(tables, arch=args.arch, name=args.name)
     text = profile_to_json(cal.profile, {"runs": list(args.runs), "pairs": cal.n_pairs,
                                          "residuals": cal.n_residuals, "q99_pct": cal.q99_pct,
+                                         "disturbed_left_out": cal.n_disturbed,
                                          "max_suite_shift_pct": cal.max_suite_shift_pct})
     if args.out:
         atomic_write_text(args.out, text)
         pr = cal.profile
         print(f"wrote {args.out}: floor {pr.floor_pct}% with clocks, {pr.unclocked_floor_pct}% without; "
-              f"near-ridge {pr.band_floor_pct}% / {pr.unclocked_band_floor_pct}%; "
-              f"suite {pr.suite_floor_pct}% ({cal.n_runs} runs, {cal.n_pairs} pairs)")
+              f"near-ridge {pr.band_floor_pct}% / {pr.unclocked_band_floor_pct}%"
+              + (f"; plus {pr.floor_us:g} us / base time" if pr.floor_us else "")
+              + f"; suite {pr.suite_floor_pct}% ({cal.n_runs} runs, {cal.n_pairs} pairs"
+              + (f", {cal.n_disturbed} disturbed case pairs left out)" if cal.n_disturbed else ")"))
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -141,6 +141,7 @@ class ResultRow:
     git_sha: str = ""
     message: str = ""
     line: int = 0  # line in the source file, for error messages downstream
+    timer: str = ""  # events | profiler | host; empty in files written before the column
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -319,7 +319,7 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         weight=1.0 if weight is None else weight,
         arch=cells.text("arch", required=False), device_name=cells.text("device_name", required=False),
         git_sha=cells.text("git_sha", required=False), message=cells.text("message", required=False),
-        line=cells.line,
+        line=cells.line, timer=cells.text("timer", required=False),
     )
 
 

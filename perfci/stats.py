@@ -161,6 +161,14 @@ def hodges_lehmann(base: Sequence[float], cur: Sequence[float], confidence: floa
     return Shift(est, float(d[k - 1]), float(d[mn - k]), True)
 
 
+def robust_spread(log_samples: Sequence[float]) -> float:
+    """1.4826 x the median absolute deviation: a standard deviation that one wild value cannot move."""
+    x = np.asarray(log_samples, dtype=float)
+    if x.size < 2:
+        return 0.0
+    return 1.4826 * float(np.median(np.abs(x - np.median(x))))
+
+
 def bootstrap_shift(base: Sequence[float], cur: Sequence[float], *, confidence: float = 0.95,
                     resamples: int = 2000, seed: int = 0) -> Shift:
     """Percentile bootstrap of the difference of medians ``median(cur) - median(base)``.

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from perfci.compare import CompareOptions, compare
-from perfci.results import ResultRow, ResultTable
+from perfci.results import ResultRow, ResultTable, read_results
 from perfci.simulate import SimConfig, simulate_pair, without_clocks
 
 DATA = Path(__file__).parent / "data" / "compare"
@@ -185,3 +185,39 @@ def test_power_limited_clock_drop_counts_against_the_kernel_but_a_free_one_does_
     free = {c.key: c.verdict for c in compare(*tables(False)).cases}
     assert capped[key] == "regressed"  # its own power draw lowered its clock: really slower
     assert free[key] == "unchanged"  # same cycles at a clock something else lowered
+
+
+def test_a_scattered_run_is_inconclusive_but_a_clean_shift_is_regressed():
+    base = _table([_row(reps=(10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0), arch="")])
+    # +40% with repeats that scatter from 10.5 to 17.5: a disturbed run
+    scattered = _table([_row(reps=(10.5, 17.5, 14.0, 16.0, 11.8, 12.4, 15.0), arch="")])
+    clean = _table([_row(reps=(14.0, 14.1, 13.9, 14.0, 14.05, 13.95, 14.0), arch="")])
+    on = CompareOptions(min_effect_pct=5.0)  # one case, no clocks: a fixed floor
+    v = compare(base, scattered, options=on).cases[0]
+    assert v.verdict == "inconclusive" and "disturbed" in v.reason
+    assert v.spread_cur_pct > 10 > 1 > v.spread_base_pct
+    assert compare(base, clean, options=on).cases[0].verdict == "regressed"
+    # the guard is what holds it back
+    off = CompareOptions(min_effect_pct=5.0, disturbed_spread_pct=None)
+    assert compare(base, scattered, options=off).cases[0].verdict == "regressed"
+
+
+def test_h200_aa_decode_runs_are_quiet_only_with_the_guard():
+    # Two real runs of the same code on the lent H200 (84 decode cases): a few
+    # ~10 us split-K cases scattered in the second run and moved by up to +53%.
+    base = read_results(str(DATA / "h200_aa_decode_base.csv"))
+    cur = read_results(str(DATA / "h200_aa_decode_cur.csv"))
+    on = compare(base, cur)
+    off = compare(base, cur, options=CompareOptions(disturbed_spread_pct=None))
+    alarms = lambda res: [c for c in res.cases if c.verdict in ("regressed", "improved")]  # noqa: E731
+    assert len(on.cases) == 84 and alarms(on) == []
+    assert len(alarms(off)) >= 2
+    assert all(c.spread_cur_pct > 5 for c in alarms(off))
+
+
+def test_mixed_timers_are_named_in_a_note():
+    base = _table([_row(timer="events")])
+    same = compare(base, _table([_row(timer="events")]))
+    mixed = compare(base, _table([_row(timer="profiler")]))
+    assert not any("timed with" in n for n in same.notes)
+    assert any("timed with events and cur with profiler" in n for n in mixed.notes)

@@ -68,3 +68,65 @@ def test_profile_json_round_trip_and_errors(tmp_path):
         noise.load_profile(str(f))
     with pytest.raises(PerfciError, match="neither a built-in"):
         noise.load_profile(str(tmp_path / "nope.json"))
+
+
+def test_floor_us_adds_a_share_of_the_base_time():
+    p = replace(noise.BUILTIN_PROFILES["gfx942"], floor_us=0.5)
+    assert p.floor_for(1.0, True, 10.0) == pytest.approx(p.floor_pct + 5.0)
+    assert p.floor_for(1.0, True, 1000.0) == pytest.approx(p.floor_pct + 0.05)
+    assert p.floor_for(1.0, True) == p.floor_pct  # no base time: relative only
+    assert noise.BUILTIN_PROFILES["gfx942"].floor_for(1.0, True, 10.0) == p.floor_pct
+
+
+def test_profile_files_written_before_floor_us_still_load(tmp_path):
+    data = json.loads(noise.profile_to_json(noise.BUILTIN_PROFILES["gfx950"]))
+    del data["floor_us"]
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps(data))
+    assert noise.load_profile(str(f)).floor_us == 0.0
+
+
+def _aa_runs(count, seed, short_jitter_us=0.0, disturb=None):
+    """A/A runs of 40 long (500 us) and 40 short (10 us) memory-bound cases.
+
+    Every case moves run to run by ~1% (lognormal); the short ones also by
+    `short_jitter_us` of absolute noise. `disturb=(run, case)` scatters that
+    run's repeats of that case by ±30%.
+    """
+    import numpy as np
+
+    from perfci.model import ResultRow, ResultTable
+
+    rng = np.random.default_rng(seed)
+    shapes = [(1, 4096 + 64 * i, 4096) for i in range(80)]  # GEMV: memory-bound
+    base_us = [500.0] * 40 + [10.0] * 40
+    runs = []
+    for r in range(count):
+        rows = []
+        for i, ((m, n, k), t) in enumerate(zip(shapes, base_us)):
+            level = t * np.exp(rng.normal(0, 0.01)) + (rng.normal(0, short_jitter_us) if t < 100 else 0.0)
+            reps = level * np.exp(rng.normal(0, 0.003, 7))
+            if disturb == (r, i):
+                reps = level * np.exp(rng.uniform(-0.3, 0.3, 7))
+            rows.append(ResultRow(kernel="gemv", shape=f"{m}x{n}x{k}", dtype="bf16", status="ok",
+                                  m=m, n=n, k=k, median_us=float(np.median(reps)),
+                                  repeats_us=tuple(float(x) for x in reps), arch="gfx942"))
+        runs.append(ResultTable(path=f"aa{r}.csv", format="perfci", rows=tuple(rows)))
+    return runs
+
+
+def test_calibrate_puts_short_kernels_extra_noise_into_floor_us():
+    quiet = noise.calibrate(_aa_runs(5, seed=3)).profile
+    jittery = noise.calibrate(_aa_runs(5, seed=3, short_jitter_us=0.3)).profile
+    # The long cases set the relative floor either way; the short ones' extra
+    # ~0.3 us becomes the absolute part.
+    assert jittery.floor_pct == pytest.approx(quiet.floor_pct, rel=0.35)
+    assert jittery.floor_us > 0.5 and jittery.floor_us > 5 * quiet.floor_us
+    assert "us" in jittery.source
+
+
+def test_calibrate_leaves_out_disturbed_runs_and_counts_them():
+    cal = noise.calibrate(_aa_runs(3, seed=4, disturb=(1, 5)))
+    # case 5 of run 1 is in two of the three pairs
+    assert cal.n_disturbed == 2
+    assert "2 from a disturbed run left out" in cal.profile.source
