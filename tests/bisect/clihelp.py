@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,14 @@ def perfci(repo: Path, *args: str, env: dict | None = None, timeout: float = 120
     full_env.pop("PERFCI_BISECT_TEST_PAUSE", None)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "perfci", "bisect", *args], cwd=repo, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    # A shell that starts pytest in the background hands its children SIGINT
+    # ignored, and Python then installs no Ctrl-C handler; the user's terminal
+    # does not, so the tests restore the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def one_clean_line(stderr: str) -> str:
