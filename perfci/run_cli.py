@@ -58,9 +58,11 @@ def add_parser(subparsers) -> None:
                         "closer to the kernel time than eager (median 1.56x vs 1.52x on decode) (default: eager)")
     p.add_argument("--timer", choices=("events", "profiler"), default="events",
                    help="GPU only. events: device events around each launch; on an H200 they read "
-                        "~4 us above the profiler's kernel time (grid dispatch), which matters for "
-                        "kernels under ~50 us. profiler: the sum of the launch's kernel durations from "
-                        "the device profiler (CUPTI / roctracer); not yet validated on hardware "
+                        "3.4-4.9 us above the kernels' own time on decode-size cases (dispatch and the "
+                        "gap between split-K's two kernels), and agree within 4%% in cycles on large "
+                        "GEMMs. profiler: the sum of the launch's kernel durations from the device "
+                        "profiler (CUPTI / roctracer); about 4x slower to run, and under a power cap "
+                        "its sparser launches raise the clock. Compare runs of the same timer "
                         "(default: events)")
     p.add_argument("--isolation", choices=("fork", "spawn"), default="fork",
                    help="fork: each case is a process forked from a server that imported torch once "
