@@ -105,6 +105,7 @@ class CaseComparison:
     cur_status: str = ""
     spread_base_pct: float | None = None  # robust sd of the repeats (judged space), percent
     spread_cur_pct: float | None = None
+    disturbed: str = ""  # "base" or "cur": that run scattered, so no regressed/improved verdict
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -368,11 +369,15 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
                      f"{'/'.join(sorted(timers_c))}: on an H200, device events read 3-5 us above "
                      f"the profiler's kernel time, so short cases differ by construction; "
                      f"compare runs made with the same --timer")
-    disturbed = [c for c in cases if "disturbed" in c.reason]
-    if disturbed:
-        names = ", ".join(f"{c.kernel} {c.shape}" for c in disturbed[:4]) + (" ..." if len(disturbed) > 4 else "")
-        notes.append(f"{len(disturbed)} case(s) held back as inconclusive: one run's repeats scattered "
-                     f"(a disturbed run, not a slower kernel); run them again: {names}")
+    for side, advice in (("cur", "run them again"),
+                         ("base", "the baseline itself scattered, so record it again")):
+        held = [c for c in cases if c.disturbed == side]
+        if held:
+            names = ", ".join(f"{c.kernel} {c.shape}" for c in held[:4]) + (" ..." if len(held) > 4 else "")
+            notes.append(f"{len(held)} case(s) held back as inconclusive because {side}'s repeats "
+                         f"scattered (a disturbed run looks like this; so would a change that makes "
+                         f"a kernel both slower and erratic, which --strict turns into exit 3); "
+                         f"{advice}: {names}")
     summary = _summary(cases)
     return Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
                       threshold_only, tuple(notes))
@@ -409,10 +414,10 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if significant and (hl.low > floor or hl.high < -floor):
         disturbed = _disturbed_side(spread_b, spread_c, opts)
         if disturbed:
-            return replace(base, verdict="inconclusive",
+            return replace(base, verdict="inconclusive", disturbed=disturbed,
                            reason=f"{disturbed}'s repeats spread ±{100 * max(spread_b, spread_c):.1f}% "
                                   f"against ±{100 * min(spread_b, spread_c):.1f}%: that run was "
-                                  f"disturbed during this case; run it again")
+                                  f"disturbed during this case")
         if hl.low > floor:
             return replace(base, verdict="regressed", reason="significant, interval above the floor")
         return replace(base, verdict="improved", reason="significant, interval below the floor")

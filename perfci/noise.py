@@ -280,7 +280,11 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
             n_pairs += 1
             for mode, opts in (("clocked", CompareOptions(arch=arch or None)),
                                ("unclocked", CompareOptions(arch=arch or None, clock_normalize=False))):
-                for r in pair_residuals(tables[i], tables[j], arch, opts):
+                residuals = pair_residuals(tables[i], tables[j], arch, opts)
+                if residuals and all(r.log_shift == 0.0 for r in residuals):
+                    raise PerfciError(f"calibrate: {tables[i].path} and {tables[j].path} hold the same "
+                                      f"numbers; A/A needs separate runs")
+                for r in residuals:
                     if mode == "clocked" and not r.clocked:
                         continue
                     n_res += mode == "unclocked"
@@ -292,6 +296,9 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
             suite.append(_suite_shift(tables[i], tables[j], arch))
     if not n_res:
         raise PerfciError("calibrate: the runs share no case that is ok in both")
+    if n_disturbed == n_res:
+        raise PerfciError(f"calibrate: every one of the {n_res} case pairs had a run whose repeats "
+                          f"scattered; measure again on a quieter machine")
 
     def relative_q(values: list[tuple[float, float]]) -> tuple[float | None, bool]:
         """q99 of |residual| (log), and whether it came from the long cases alone."""

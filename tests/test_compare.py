@@ -221,3 +221,11 @@ def test_mixed_timers_are_named_in_a_note():
     mixed = compare(base, _table([_row(timer="profiler")]))
     assert not any("timed with" in n for n in same.notes)
     assert any("timed with events and cur with profiler" in n for n in mixed.notes)
+
+
+def test_a_scattered_baseline_asks_for_a_new_baseline():
+    scattered = _table([_row(reps=(10.5, 17.5, 14.0, 16.0, 11.8, 12.4, 15.0), arch="")])
+    tight = _table([_row(reps=(20.0, 20.1, 19.9, 20.0, 20.05, 19.95, 20.0), arch="")])
+    res = compare(scattered, tight, options=CompareOptions(min_effect_pct=5.0))
+    assert res.cases[0].verdict == "inconclusive" and res.cases[0].disturbed == "base"
+    assert any("record it again" in n for n in res.notes)

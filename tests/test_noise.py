@@ -130,3 +130,10 @@ def test_calibrate_leaves_out_disturbed_runs_and_counts_them():
     # case 5 of run 1 is in two of the three pairs
     assert cal.n_disturbed == 2
     assert "2 from a disturbed run left out" in cal.profile.source
+
+
+def test_calibrate_refuses_two_copies_of_one_run():
+    runs = _aa_runs(1, seed=5)
+    copy = replace(runs[0], path="elsewhere/aa0.csv")
+    with pytest.raises(PerfciError, match="same numbers"):
+        noise.calibrate([runs[0], copy])
