@@ -183,6 +183,11 @@ def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: f
     return BaselineCheck(True, False, p_slower, effect, f"{numbers}, p={p_slower:.3g}")
 
 
+# Positions on the GOOD -> BAD gap where "apart from both endpoints" means an
+# intermediate value; outside it, the nearer endpoint's verdict stands.
+BETWEEN_BAND = (0.25, 0.75)
+
+
 def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
              alpha_between: float = 0.01) -> Classification:
     """Good, bad or unsure: which endpoint does this commit look like?
@@ -215,7 +220,11 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
     # a commit equal to its endpoint from landing here more than ~1% of the time.
     p_above_good = _mann_whitney_less(good.values, samples.values)
     p_below_bad = _mann_whitney_less(samples.values, bad.values)
-    between = p_above_good < alpha_between and p_below_bad < alpha_between
+    # Only inside the middle of the gap: with its samples doubled, a commit equal
+    # to BAD soon tells itself apart from BAD's five samples when those happened
+    # to land high, and an unbounded rule would then skip the culprit.
+    between = (p_above_good < alpha_between and p_below_bad < alpha_between
+               and BETWEEN_BAND[0] < position < BETWEEN_BAND[1])
     if position < 0.5:
         p = p_below_bad
         if p < alpha and not between:

@@ -137,3 +137,33 @@ def test_hodges_lehmann_interval_covers_the_shift():
 def test_confidence_multiplies_decisive_verdicts():
     c = classify(Samples((9.99, 10.03, 10.01, 9.97, 10.04)), GOOD, BAD)
     assert verdict_confidence([c, c]) == pytest.approx((1 - 1 / 252) ** 2)
+
+
+def test_doubling_the_samples_of_an_endpoint_twin_rarely_ends_in_a_skip():
+    """A commit equal to BAD (or GOOD), its samples doubled while unsure, against five a side.
+
+    Its growing sample soon tells it apart from the endpoint's five when those
+    happened to land off-centre; without a band on "apart from both" the culprit
+    itself was skipped in 0.23% of such commits (46 of 20000).
+    """
+    rng = random.Random(2024)
+
+    def draw(level, n):
+        return [level * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+
+    skips = wrong = 0
+    trials = 5000
+    for t in range(trials):
+        good, bad = Samples(tuple(draw(10.0, 5))), Samples(tuple(draw(10.5, 5)))
+        level = 10.5 if t % 2 else 10.0
+        values = draw(level, 5)
+        while (c := classify(Samples(tuple(values)), good, bad)).verdict == Verdict.UNSURE:
+            n = next_repeats(len(values), 20)
+            if n == 0:
+                skips += 1
+                break
+            values += draw(level, n - len(values))
+        else:
+            wrong += (c.verdict == Verdict.BAD) != (level == 10.5)
+    assert wrong <= 1
+    assert skips <= 6
