@@ -11,6 +11,13 @@ sys.path.insert(0, str(Path(__file__).parent.parent))  # tests/proc_util.py
 
 from synth import dirty_the_tree, make_history  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def seeded_bench_noise(tmp_path, monkeypatch):
+    """Every synthetic bench run draws seeded noise (see synth.py): no test flips on a bad draw."""
+    monkeypatch.setenv("BENCH_SEED_FILE", str(tmp_path / "bench-seed.txt"))
+
+
 @pytest.fixture
 def history_factory(tmp_path):
     def build(n_commits=50, culprit_index=None, step=0.05, dirty=True, seed=0, **kwargs):

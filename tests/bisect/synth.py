@@ -4,7 +4,10 @@
 commit. ``bench.py`` (tracked, executable) prints a time: the value in
 ``base.txt`` times a gaussian factor of ``1 + N(0, BENCH_NOISE)``. The culprit
 commit multiplies ``base.txt`` by ``1 + step``. Every bench invocation appends a
-line to ``$BENCH_COUNTER`` when set, so tests can count runs from outside.
+line to ``$BENCH_COUNTER`` when set, so tests can count runs from outside. With
+``$BENCH_SEED_FILE`` set (the tests' default), the noise is seeded by the run's
+index in the session, so a test's outcome does not change from one CI run to
+the next.
 """
 from __future__ import annotations
 
@@ -26,6 +29,12 @@ if counter:
         fh.write(os.environ.get("PERFCI_BISECT_COMMIT", "?") + "\\n")
 if (here / "broken.txt").exists():
     raise SystemExit("this commit's bench is broken")
+seed_file = os.environ.get("BENCH_SEED_FILE")
+if seed_file:  # tests: the n-th run of a session draws the n-th seed, so a failure replays
+    seeds = Path(seed_file)
+    n = int(seeds.read_text() or 0) if seeds.exists() else 0
+    seeds.write_text(str(n + 1))
+    random.seed(n)
 print("warming up 3 iterations")
 print(f"time: {{base * (1.0 + random.gauss(0.0, noise)):.6f}} ms")
 """
