@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfci.compare import CompareOptions, compare  # noqa: E402
+from perfci.compare.verdicts import CompareOptions, compare  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
-from perfci.noise import calibrate, load_profile  # noqa: E402
+from perfci.compare.noise import calibrate, load_profile  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
 AA = ROOT / "benchmarks" / "results" / "h200-2026-11-29b" / "call3"

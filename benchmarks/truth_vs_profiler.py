@@ -33,12 +33,12 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from perfci.backends import get_backend
-    from perfci.envinfo import collect_environment, device_cache_bytes, flush_bytes
-    from perfci.suites import load_suite, select_cases
-    from perfci.timing import EventMarks, median, time_iterations
-    from perfci.worker import _capture_graph, _warm_up
-    from perfci.telemetry import NullSource
+    from perfci.measure.backends import get_backend
+    from perfci.measure.envinfo import collect_environment, device_cache_bytes, flush_bytes
+    from perfci.measure.suites import load_suite, select_cases
+    from perfci.measure.timing import EventMarks, median, time_iterations
+    from perfci.measure.worker import _capture_graph, _warm_up
+    from perfci.measure.telemetry import NullSource
 
     env = collect_environment("cuda")
     props = torch.cuda.get_device_properties(0)

@@ -38,7 +38,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from perfci import bisect_cli, compare_cli, run_cli
+    from perfci.bisect import cli as bisect_cli
+    from perfci.compare import cli as compare_cli
+    from perfci.measure import cli as run_cli
 
     parser = _Parser(
         prog="perfci",

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfci.bisect.runner import atomic_write
+from perfci.bisect.commands import atomic_write
 from perfci.errors import PerfciError
 
 JOURNAL_DIR = "perfci-bisect"

@@ -21,7 +21,7 @@ from perfci.bisect.core import (
     BisectResult, Classification, Samples, SearchState, StepRecord, Verdict, check_baselines, choose_next,
     classify, hodges_lehmann, next_repeats, oriented, steps_left, verdict_confidence,
 )
-from perfci.bisect.runner import BenchSpec, Cache, bench_once, kill_running, run_command
+from perfci.bisect.commands import BenchSpec, Cache, bench_once, kill_running, run_command
 from perfci.errors import PerfciError
 
 GPU_ENV_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")

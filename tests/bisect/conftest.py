@@ -1,15 +1,9 @@
 """Fixtures: synthetic repos with a planted slowdown, and a bench-run counter outside them."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent.parent))  # tests/proc_util.py
-
-from synth import dirty_the_tree, make_history  # noqa: E402
+from tests.bisect.synth import dirty_the_tree, make_history
 
 
 @pytest.fixture(autouse=True)

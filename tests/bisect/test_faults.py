@@ -10,8 +10,8 @@ import signal
 
 import pytest
 
-from clihelp import parse_json, perfci
-from synth import snapshot
+from tests.bisect.clihelp import parse_json, perfci
+from tests.bisect.synth import snapshot
 
 PHASES = ("stash", "checkout", "build", "bench", "restore")
 

@@ -2,7 +2,7 @@
 
 This is the IO edge of ``perfci run``: processes, files, the lock and the
 progress display live here; what a case *is* and how it is timed live in
-:mod:`perfci.model`, :mod:`perfci.worker` and :mod:`perfci.timing`.
+:mod:`perfci.model`, :mod:`perfci.measure.worker` and :mod:`perfci.measure.timing`.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
     """
     from filelock import FileLock, Timeout
 
-    from perfci.envinfo import gpu_lock_name
+    from perfci.measure.devices import gpu_lock_name
 
     lock_dir = Path(os.environ.get("PERFCI_LOCK_DIR", Path(tempfile.gettempdir()) / "perfci-locks"))
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -94,16 +94,16 @@ def _worker_env(root: Path, device: str) -> dict[str, str]:
 
 
 class ForkServer:
-    """A ``perfci.worker --serve`` process that forks one child per case.
+    """A ``perfci.measure.worker --serve`` process that forks one child per case.
 
-    See :func:`perfci.worker.serve` for why. Replies are read on a thread so
+    See :func:`perfci.measure.worker.serve` for why. Replies are read on a thread so
     that waiting for a case can time out without blocking on the pipe.
     """
 
     def __init__(self, env: dict[str, str], log_path: Path):
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "perfci.worker", "--serve"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "perfci.measure.worker", "--serve"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=os.getcwd(),
             start_new_session=True, text=True, bufsize=1)
         self._replies: queue.Queue[str | None] = queue.Queue()
@@ -178,7 +178,7 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
         return _collect(spec, code, res_path, log_path)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "perfci.worker", str(req_path), str(res_path)],
+            [sys.executable, "-m", "perfci.measure.worker", str(req_path), str(res_path)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             env=_worker_env(root, device), cwd=os.getcwd(),
             start_new_session=True,  # its own process group, so a kill takes its children too
@@ -235,7 +235,7 @@ def _crash_message(code: int, log_path: Path) -> str:
 
 def fallback_environment(device: str) -> Environment:
     from perfci import __version__
-    from perfci.envinfo import collect_environment
+    from perfci.measure.envinfo import collect_environment
 
     try:
         return collect_environment("cpu") if device == "cpu" else Environment(perfci=__version__)

@@ -2,7 +2,7 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.model import CaseSpec
-from perfci.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
+from perfci.measure.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
                            project_root, select_cases)
 
 ROOT = project_root()

@@ -1,4 +1,4 @@
-"""One case, measured in a process of its own: ``python -m perfci.worker REQUEST RESULT``.
+"""One case, measured in a process of its own: ``python -m perfci.measure.worker REQUEST RESULT``.
 
 The runner starts a fresh worker per case, so a crash, a hang or an
 out-of-memory error costs one case, and no compiled-kernel cache, allocator
@@ -22,7 +22,7 @@ from dataclasses import asdict
 from perfci.model import CaseSpec
 
 _STARTED = time.perf_counter()
-from perfci.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
+from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
 
 
 def spec_from_dict(data: dict) -> CaseSpec:
@@ -47,9 +47,10 @@ def measure(request: dict) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
-    from perfci.backends import get_backend
-    from perfci.envinfo import collect_environment, device_cache_bytes, flush_bytes
-    from perfci.telemetry import Sampler, open_source
+    from perfci.measure.backends import get_backend
+    from perfci.measure.devices import device_cache_bytes, flush_bytes
+    from perfci.measure.envinfo import collect_environment
+    from perfci.measure.telemetry import Sampler, open_source
 
     from perfci.model import Environment
 
@@ -211,9 +212,9 @@ def serve(commands, replies) -> None:
     global _STARTED
     import torch  # noqa: F401 - imported for the children; no CUDA call here
 
-    import perfci.backends  # noqa: F401
-    import perfci.envinfo  # noqa: F401
-    import perfci.telemetry  # noqa: F401
+    import perfci.measure.backends  # noqa: F401
+    import perfci.measure.envinfo  # noqa: F401
+    import perfci.measure.telemetry  # noqa: F401
 
     try:
         import triton  # noqa: F401
@@ -247,7 +248,7 @@ def main(argv: list[str]) -> int:
         serve(sys.stdin, sys.stdout)
         return 0
     if len(argv) != 2:
-        print("usage: python -m perfci.worker REQUEST.json RESULT.json | --serve", file=sys.stderr)
+        print("usage: python -m perfci.measure.worker REQUEST.json RESULT.json | --serve", file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as fh:
         request = json.load(fh)

@@ -152,7 +152,7 @@ def _arguments_for_resume(args) -> dict:
 
 def _config(args):
     from perfci.bisect.metric import MetricSpec, out_path_from_command
-    from perfci.bisect.runner import BenchSpec
+    from perfci.bisect.commands import BenchSpec
     from perfci.bisect.session import BisectConfig
 
     if not args.good or not args.bad:

@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from proc_util import wait_until_dead
+from tests.proc_util import wait_until_dead
 
 from perfci.bisect.core import Samples
 from perfci.bisect.metric import (
     MetricError, MetricSpec, extract, from_csv, from_json, from_regex, last_number, out_path_from_command,
 )
-from perfci.bisect.runner import BenchSpec, Cache, bench_once, run_command
+from perfci.bisect.commands import BenchSpec, Cache, bench_once, run_command
 
 CSV = """kernel,shape,dtype,median_us,status
 matmul_tiled,4096x4096x4096,fp16,812.5,ok

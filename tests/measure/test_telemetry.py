@@ -12,28 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from perfci import telemetry
-from perfci.telemetry import (
+from perfci.measure import telemetry
+from perfci.measure.telemetry import NullSource, Reading, Sampler, open_source, summarize
+from perfci.measure.telemetry import amd as amd_telemetry
+from perfci.measure.telemetry import nvidia as nvidia_telemetry
+from perfci.measure.telemetry.amd import (
     AmdSmiCliSource,
-    NullSource,
-    Reading,
-    Sampler,
     amd_reading_from_metrics,
     amd_reading_from_text,
-    decode_nvidia_reasons,
-    open_source,
     parse_amdsmi_clock_text,
     parse_amdsmi_power,
     parse_amdsmi_static_asic,
     parse_amdsmi_temperature,
     parse_amdsmi_violation,
-    parse_nvidia_smi_csv,
     parse_rocm_smi_json,
-    resolve_nvidia_target,
-    summarize,
 )
+from perfci.measure.telemetry.nvidia import decode_nvidia_reasons, parse_nvidia_smi_csv, resolve_nvidia_target
 
-DATA = Path(__file__).parent / "data" / "telemetry"
+DATA = Path(__file__).resolve().parents[1] / "data" / "telemetry"
 
 
 def recorded(name: str) -> str:
@@ -94,7 +90,7 @@ def test_nvidia_reason_bits_match_recorded_nvml_constants():
         | constants["nvmlClocksEventReasonSwThermalSlowdown"]
         | constants["nvmlClocksEventReasonHwPowerBrakeSlowdown"]
     )
-    assert telemetry.NVML_THROTTLE_MASK == expected_throttle
+    assert nvidia_telemetry.NVML_THROTTLE_MASK == expected_throttle
 
 
 def test_nvidia_smi_csv_with_header_and_units():
@@ -208,7 +204,7 @@ def test_nvml_source_resolves_a_uuid_prefix_from_cuda_visible_devices(monkeypatc
 def test_nvml_field_failure_keeps_other_fields_and_is_recorded_once(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_pynvml(["GPU-aaaa"], fail_power=True))
     source = open_source("nvidia", 0, env={})
-    with caplog.at_level("WARNING", logger="perfci.telemetry"):
+    with caplog.at_level("WARNING", logger="perfci.measure.telemetry"):
         first, second = source.read(), source.read()
     assert first == second == Reading(sclk_mhz=345.0, temp_c=35.0, power_w=None, throttled=False, reasons="gpu_idle")
     assert "power" in source.problem
@@ -222,7 +218,7 @@ def test_nvidia_without_pynvml_falls_back_to_nvidia_smi(monkeypatch):
     calls = []
     # The recorded idle noheader/nounits row without its clocks.mem column,
     # i.e. what perfci's 4-field query prints.
-    monkeypatch.setattr(telemetry, "_run_cli", lambda cmd: calls.append(cmd) or "345, 35, 109.53, 0x0000000000000001\n")
+    monkeypatch.setattr(nvidia_telemetry, "_run_cli", lambda cmd: calls.append(cmd) or "345, 35, 109.53, 0x0000000000000001\n")
     source = open_source("nvidia", 0, env={"CUDA_VISIBLE_DEVICES": "GPU-9f"})
     assert source.name == "nvidia-smi:GPU-9f"
     assert source.read() == Reading(sclk_mhz=345.0, temp_c=35.0, power_w=109.53, throttled=False, reasons="gpu_idle")
@@ -243,8 +239,8 @@ def test_nvidia_smi_failure_degrades_to_none(monkeypatch):
     def boom(cmd):
         raise TimeoutError("nvidia-smi hung")
 
-    monkeypatch.setattr(telemetry, "_run_cli", boom)
-    source = telemetry.NvidiaSmiSource("0")
+    monkeypatch.setattr(nvidia_telemetry, "_run_cli", boom)
+    source = nvidia_telemetry.NvidiaSmiSource("0")
     assert source.read() == Reading()
     assert "hung" in source.problem
 
@@ -411,7 +407,7 @@ def test_amd_cli_source_maps_rocr_and_hip_to_physical_and_falls_back_on_flags(mo
             raise RuntimeError("unrecognized arguments: --violation")
         return text
 
-    monkeypatch.setattr(telemetry, "_run_cli", fake_cli)
+    monkeypatch.setattr(amd_telemetry, "_run_cli", fake_cli)
     # ROCR exposes physical 4 and 6; HIP's index 1 is therefore physical 6.
     source = open_source("amd", 0, env={"ROCR_VISIBLE_DEVICES": "4,6", "HIP_VISIBLE_DEVICES": "1"})
     assert isinstance(source, AmdSmiCliSource) and source.name == "amd-smi:6"
@@ -445,8 +441,8 @@ def test_amd_with_no_tool_is_a_null_source(monkeypatch):
 
 
 def test_rocm_smi_source_reads_its_card(monkeypatch):
-    monkeypatch.setattr(telemetry, "_run_cli", lambda cmd: recorded("amd/rocm-smi-all-json-mi100-rocm602.json"))
-    assert telemetry.RocmSmiSource(1).read() == Reading(sclk_mhz=300.0, temp_c=58.0, power_w=44.0)
+    monkeypatch.setattr(amd_telemetry, "_run_cli", lambda cmd: recorded("amd/rocm-smi-all-json-mi100-rocm602.json"))
+    assert amd_telemetry.RocmSmiSource(1).read() == Reading(sclk_mhz=300.0, temp_c=58.0, power_w=44.0)
 
 
 def test_open_source_cpu_and_unknown_vendor():

@@ -111,7 +111,7 @@ class NoiseProfile:
 
 BUILTIN_PROFILES: dict[str, NoiseProfile] = {
     # gfx950 (MI355X): nightly runners swing ±14% in clock between runs. LEADS:
-    # `noise.calibrate` on 12 simulated A/A runs (perfci.simulate defaults: ±14%
+    # `noise.calibrate` on 12 simulated A/A runs (perfci.compare.simulate defaults: ±14%
     # swing, 1.5% repeat clock jitter, 0.4% per-case run noise) gave q99 |residual|
     # 1.6% pure / 5.6% band with clocks, 2.1% / 6.3% without; x1.25 margin.
     # Without clocks the suite's split common mode absorbs the swing; with too
@@ -244,7 +244,7 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
     For every pair of runs, each case's log ratio is computed exactly as
     ``perfci compare`` does (with and without clock normalization, common mode
     removed). Pairs where one run's repeats of the case scattered (compare never
-    judges those; see ``perfci.compare._disturbed_side``) are left out and counted.
+    judges those; see ``perfci.compare.verdicts._disturbed_side``) are left out and counted.
     Each relative floor is ``CALIBRATE_MARGIN`` times the 99th percentile of
     the |residuals| of its class (pure vs transition band), taken over the cases
     of ``LONG_US`` or more when the class has ``MIN_LONG_RESIDUALS`` of them;
@@ -262,7 +262,7 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
     """
     import numpy as np
 
-    from perfci.compare import CompareOptions, pair_residuals
+    from perfci.compare.verdicts import CompareOptions, pair_residuals
 
     if len(tables) < 2:
         raise PerfciError("calibrate needs at least two A/A runs of the same suite")
@@ -347,7 +347,7 @@ def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None
 
 
 def _suite_shift(a, b, arch: str) -> float:
-    from perfci.compare import CompareOptions, suite_common_mode
+    from perfci.compare.verdicts import CompareOptions, suite_common_mode
 
     cm = suite_common_mode(a, b, arch, CompareOptions(arch=arch or None))
     return max(abs(cm.memory), abs(cm.memory + cm.clock))

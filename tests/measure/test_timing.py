@@ -1,4 +1,4 @@
-from perfci.timing import HostMarks, clock_settled, time_iterations
+from perfci.measure.timing import HostMarks, clock_settled, time_iterations
 
 
 class RecordingMarks:
@@ -41,7 +41,7 @@ def test_clock_settled_needs_a_full_window_within_tolerance():
     assert not clock_settled([None, None, None])  # no telemetry is never 'settled'
 
 
-from perfci.timing import is_flush_kernel, kernel_time_per_launch  # noqa: E402
+from perfci.measure.timing import is_flush_kernel, kernel_time_per_launch  # noqa: E402
 
 FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>>"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data" / "compare"
-ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def perfci(*args):

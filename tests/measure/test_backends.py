@@ -1,11 +1,11 @@
-"""perfci.backends: registry, pure checks, and every backend's own correctness gate on the CPU."""
+"""perfci.measure.backends: registry, pure checks, and every backend's own correctness gate on the CPU."""
 import math
 import subprocess
 import sys
 
 import pytest
 
-from perfci.backends import BACKENDS, TOLERANCE, get_backend
+from perfci.measure.backends import BACKENDS, TOLERANCE, get_backend
 from perfci.errors import PerfciError
 from perfci.model import CaseSpec
 
@@ -52,7 +52,7 @@ def test_get_backend_unknown_name():
 
 def test_module_and_checks_need_no_torch():
     code = (
-        "import sys; from perfci.backends import BACKENDS; from perfci.model import CaseSpec; "
+        "import sys; from perfci.measure.backends import BACKENDS; from perfci.model import CaseSpec; "
         "[b.check(CaseSpec(n, 1, 64, 64, 'fp16')) for n, b in BACKENDS.items()]; "
         "print('torch' in sys.modules, 'triton' in sys.modules)"
     )

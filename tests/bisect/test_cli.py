@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from clihelp import one_clean_line, parse_json, perfci
-from synth import git, snapshot
+from tests.bisect.clihelp import one_clean_line, parse_json, perfci
+from tests.bisect.synth import git, snapshot
 
 
 def test_finds_the_culprit_and_restores_everything(history_factory, tmp_path):

@@ -3,9 +3,9 @@ from dataclasses import replace
 
 import pytest
 
-from perfci import noise
+from perfci.compare import noise
 from perfci.errors import PerfciError
-from perfci.simulate import SimConfig, simulate_runs, without_clocks
+from perfci.compare.simulate import SimConfig, simulate_runs, without_clocks
 
 
 def test_clock_exponent_classes():

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare import CompareOptions, compare
+from perfci.compare.verdicts import CompareOptions, compare
 from perfci.results import ResultRow, ResultTable, read_results
-from perfci.simulate import SimConfig, simulate_pair, without_clocks
+from perfci.compare.simulate import SimConfig, simulate_pair, without_clocks
 
-DATA = Path(__file__).parent / "data" / "compare"
+DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
 
 CFG = SimConfig()
 

@@ -146,7 +146,7 @@ def parse_suite(data: Mapping[str, object], path: str,
 
 def backend_check(spec: CaseSpec) -> str | None:
     """Why the registered kernel cannot take ``spec``, or None."""
-    from perfci.backends import BACKENDS
+    from perfci.measure.backends import BACKENDS
 
     backend = BACKENDS.get(spec.kernel)
     if backend is None:

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from proc_util import wait_until_dead
+from tests.proc_util import wait_until_dead
 
 from perfci.errors import PerfciError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TWO_CASES = """
 name = "tiny"
@@ -128,7 +128,7 @@ def test_bad_suite_files(tmp_path, body, message):
 
 
 def test_the_gpu_lock_makes_a_second_run_wait_then_give_up(tmp_path, monkeypatch):
-    from perfci.runner import gpu_lock
+    from perfci.measure.runner import gpu_lock
 
     monkeypatch.setenv("PERFCI_LOCK_DIR", str(tmp_path))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")

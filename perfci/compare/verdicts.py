@@ -1,14 +1,14 @@
 """The verdicts of ``perfci compare``: two result tables in, a frozen Comparison out.
 
-Pure: no printing, no files. Renderers (:mod:`perfci.compare_render`) and the
-command line (:mod:`perfci.compare_cli`) sit on top.
+Pure: no printing, no files. Renderers (:mod:`perfci.compare.render`) and the
+command line (:mod:`perfci.compare.cli`) sit on top.
 
 How a case is judged
 --------------------
 1. **Space.** Per repeat, log time; when both sides carry per-repeat core clocks,
    add ``e * log(clock)``, where ``e`` is the case's clock exponent from its
    arithmetic intensity (1 compute-bound → cycles, 0 memory-bound → time,
-   partial in between; see :func:`perfci.noise.clock_exponent`). Except under a
+   partial in between; see :func:`perfci.compare.noise.clock_exponent`). Except under a
    power limit: when most repeats of either side ran power- or thermal-capped,
    the kernel sets its own clock (measured on the H200: a GROUP_M 8 -> 1 change
    ran 22% slower at a 16% lower clock while every other case kept its clock),
@@ -51,7 +51,7 @@ import numpy as np
 
 from perfci import stats
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES
-from perfci.noise import NoiseProfile, clock_exponent, profile_for_arch
+from perfci.compare.noise import NoiseProfile, clock_exponent, profile_for_arch
 from perfci.model import ResultRow, ResultTable
 
 VERDICTS = ("broken", "regressed", "inconclusive", "improved", "unchanged",

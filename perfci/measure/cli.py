@@ -78,7 +78,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from perfci.suites import load_suite, parse_shard, project_root, select_cases
+    from perfci.measure.suites import load_suite, parse_shard, project_root, select_cases
 
     if not 60 <= args.iters <= 80:
         raise PerfciError(f"--iters {args.iters}: use 60..80 launches per repeat (median of 7 repeats "
@@ -101,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
         return 0
 
-    from perfci.runner import RunOptions, resolve_device
+    from perfci.measure.runner import RunOptions, resolve_device
 
     device = resolve_device(args.device)
     if device not in suite.devices:
@@ -125,7 +125,7 @@ def _measure(suite_name, cases, options, root, out_path, log_path=None) -> list[
     from perfci.model import Environment
     from perfci.results import result_to_row, write_results
     from perfci.roofline import ceiling_for
-    from perfci.runner import fallback_environment, gpu_lock, run_cases
+    from perfci.measure.runner import fallback_environment, gpu_lock, run_cases
 
     rows: list[dict[str, str]] = []
     env_holder: dict[str, Environment] = {}
@@ -163,7 +163,7 @@ def _measure(suite_name, cases, options, root, out_path, log_path=None) -> list[
 
 
 def _print_summary(rows, suite_name, fmt, out_path) -> None:
-    from perfci.run_render import render_json, render_markdown, render_table, summarize
+    from perfci.measure.render import render_json, render_markdown, render_table, summarize
 
     summary = summarize(rows)
     if fmt == "table":

@@ -1,7 +1,7 @@
 """``perfci compare`` and ``perfci calibrate``: arguments in, exit code out.
 
-Thin on purpose: read the files (:mod:`perfci.inputs`), judge
-(:mod:`perfci.compare`), render (:mod:`perfci.compare_render`). numpy, scipy and
+Thin on purpose: read the files (:mod:`perfci.compare.inputs`), judge
+(:mod:`perfci.compare.verdicts`), render (:mod:`perfci.compare.render`). numpy, scipy and
 matplotlib are imported inside the handlers so ``perfci --help`` stays fast.
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ suite (5+ advised, on the runner kind CI uses). Every pair of runs is compared
 exactly as `perfci compare` would; each floor is 1.25 x the 99th percentile of
 the |residual| log ratios of its class (with / without clock normalization;
 pure vs near-ridge cases). Use the result with --noise-profile FILE, or copy
-its numbers into perfci/noise.py's BUILTIN_PROFILES.
+its numbers into perfci/compare/noise.py's BUILTIN_PROFILES.
 
 example:
   perfci calibrate aa1.csv aa2.csv aa3.csv aa4.csv aa5.csv --arch sm_90 --out sm_90.json
@@ -125,10 +125,10 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-    from perfci import compare_render
-    from perfci.compare import CompareOptions, compare
-    from perfci.inputs import read_any
-    from perfci.noise import load_profile
+    from perfci.compare import render as compare_render
+    from perfci.compare.verdicts import CompareOptions, compare
+    from perfci.compare.inputs import read_any
+    from perfci.compare.noise import load_profile
 
     base = read_any(args.base)
     cur = read_any(args.cur)
@@ -154,8 +154,8 @@ def main(args) -> int:
 
 
 def calibrate_main(args) -> int:
-    from perfci.inputs import read_any
-    from perfci.noise import calibrate, profile_to_json
+    from perfci.compare.inputs import read_any
+    from perfci.compare.noise import calibrate, profile_to_json
     from perfci.results import atomic_write_text
 
     if len(set(map(os.path.realpath, args.runs))) != len(args.runs):

@@ -1,0 +1,1 @@
+"""Judging two runs: `perfci compare` and `perfci calibrate`."""

@@ -1,0 +1,1 @@
+"""Measuring a suite: `perfci run`."""
