@@ -4,7 +4,7 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
-from perfci.results import (COLUMNS, atomic_write_text, parse_shape, read_results, result_to_row,
+from perfci.results import (COLUMNS, parse_shape, read_results, result_to_row,
                             write_results)
 
 ENV = Environment(device_name="NVIDIA H200", arch="sm_90", vendor="nvidia", git_sha="abc123",
@@ -47,19 +47,6 @@ def test_roofline_is_the_larger_of_compute_and_memory_floor(tmp_path):
     floor_us = max(spec.flops / 788e12, spec.min_bytes / 4.3e12) * 1e6
     assert float(row["roofline_pct"]) == pytest.approx(100 * floor_us / 10.0, abs=0.06)
     assert result_to_row(make_result(), ENV)["roofline_pct"] == ""  # unknown device: no invented peak
-
-
-def test_atomic_write_leaves_the_old_file_when_writing_fails(tmp_path):
-    path = tmp_path / "keep.csv"
-    path.write_text("old contents\n")
-
-    class Boom(str):
-        pass
-
-    with pytest.raises(TypeError):
-        atomic_write_text(path, 12345)  # not text: the write fails midway
-    assert path.read_text() == "old contents\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.csv"]  # no temp file left behind
 
 
 def test_parse_shape():

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -18,6 +16,8 @@ from typing import Mapping, Sequence
 
 from perfci.bisect.core import Samples
 from perfci.bisect.metric import MetricError, MetricSpec, extract
+from perfci.files import atomic_write_text
+from perfci.procs import kill_process_group
 
 _KILL_GRACE_S = 2.0
 
@@ -31,11 +31,7 @@ def kill_running() -> None:
     with _running_lock:
         procs = list(_running)
     for proc in procs:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                break
+        kill_process_group(proc.pid)
 
 
 @dataclass(frozen=True)
@@ -56,26 +52,6 @@ class CommandResult:
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
-    for sig, wait_s in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        if wait_s is None:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            # The leader is gone; children may linger in the group, so still SIGKILL it.
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | None = None,
                 timeout: float | None = None) -> CommandResult:
     """Run ``argv`` (a list, or a shell string) in ``cwd`` with its own process group."""
@@ -92,12 +68,12 @@ def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | N
         out, err = proc.communicate(timeout=timeout)
         return CommandResult(proc.returncode, out, err, time.monotonic() - start)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_process_group(proc.pid, grace_s=_KILL_GRACE_S, leader=proc)
         out, err = proc.communicate()
         return CommandResult(None, out or "", err or "", time.monotonic() - start)
     except BaseException:
         # Ctrl-C or SIGTERM reached us, not the child (it has its own session).
-        _kill_group(proc)
+        kill_process_group(proc.pid, grace_s=_KILL_GRACE_S, leader=proc)
         raise
     finally:
         with _running_lock:
@@ -182,15 +158,5 @@ class Cache:
         with self._lock:
             self._entries[key] = {"sha": sha, "values": list(samples.values), "failures": samples.failures,
                                   "build_error": build_error}
-            payload = json.dumps(self._entries, indent=1)
-        atomic_write(self.path, payload)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+            # Written under the lock: two --jobs threads must not land out of order.
+            atomic_write_text(self.path, json.dumps(self._entries, indent=1))

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfci.bisect.commands import atomic_write
+from perfci.files import atomic_write_text
 from perfci.errors import PerfciError
 
 JOURNAL_DIR = "perfci-bisect"
@@ -191,7 +191,7 @@ class Journal:
     def save(self) -> None:
         data = {k: v for k, v in self.__dict__.items() if k != "path"}
         data["worktrees"] = list(self.worktrees)
-        atomic_write(self.path, json.dumps(data, indent=1))
+        atomic_write_text(self.path, json.dumps(data, indent=1))
 
     def update(self, **changes) -> None:
         for key, value in changes.items():
@@ -335,7 +335,7 @@ def return_to(repo, branch: str | None, head: str) -> None:
 def save_bisect_log(repo) -> str:
     log = git_run(repo, "bisect", "log", check=False)
     if log:
-        atomic_write(state_dir(repo) / "bisect.log", log + "\n")
+        atomic_write_text(state_dir(repo) / "bisect.log", log + "\n")
     return log
 
 

@@ -156,7 +156,7 @@ def main(args) -> int:
 def calibrate_main(args) -> int:
     from perfci.compare.inputs import read_any
     from perfci.compare.noise import calibrate, profile_to_json
-    from perfci.results import atomic_write_text
+    from perfci.files import atomic_write_text
 
     if len(set(map(os.path.realpath, args.runs))) != len(args.runs):
         raise PerfciError("calibrate: the same file is given twice; A/A needs separate runs")

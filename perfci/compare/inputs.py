@@ -15,7 +15,9 @@ import statistics
 from pathlib import Path
 
 from perfci.errors import PerfciError
-from perfci.results import ResultRow, ResultTable, read_input_text, read_results
+from perfci.files import read_input_text
+from perfci.model import ResultRow, ResultTable
+from perfci.results import read_results
 
 _BRACKET = re.compile(r"\[.*\]$")
 

@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
         raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
     if args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
-    from perfci.results import check_writable
+    from perfci.files import check_writable
 
     check_writable(args.out)
     root = project_root()

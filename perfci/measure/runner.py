@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from perfci.errors import PerfciError
+from perfci.procs import kill_process_group
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
 
 
@@ -130,11 +131,11 @@ class ForkServer:
         try:
             return int(self._reply(timeout_s).split()[2])
         except queue.Empty:
-            _kill_pgid(pid)
+            kill_process_group(pid)
             self._reply(60.0)
             return None
         except BaseException:
-            _kill_pgid(pid)
+            kill_process_group(pid)
             raise
 
     def close(self) -> None:
@@ -143,15 +144,8 @@ class ForkServer:
                 self.proc.stdin.close()
             self.proc.wait(timeout=10)
         except (subprocess.TimeoutExpired, OSError):
-            _kill_pgid(self.proc.pid)
+            kill_process_group(self.proc.pid)
         self._log.close()
-
-
-def _kill_pgid(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
@@ -186,11 +180,11 @@ def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
         try:
             code = proc.wait(timeout=options.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_process_group(proc.pid, leader=proc)
             return CaseResult(spec=spec, status="timeout",
                               message=f"no result after {options.timeout_s:g} s; killed"), {}
         except BaseException:
-            _kill_group(proc)
+            kill_process_group(proc.pid, leader=proc)
             raise
     return _collect(spec, code, res_path, log_path)
 
@@ -210,14 +204,6 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
                         timer=data.get("timer", ""),
                         rel_error=data.get("rel_error"))
     return result, data
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def _crash_message(code: int, log_path: Path) -> str:
@@ -265,7 +251,7 @@ def run_cases(cases: Sequence[CaseSpec], options: RunOptions, device: str, root:
                     result, raw = CaseResult(spec=spec, status="error",
                                              message=f"perfci fork server failed: {err}"), {}
                     if server is not None:
-                        _kill_pgid(server.proc.pid)
+                        kill_process_group(server.proc.pid)
                 env = env or raw.get("env")
                 raw["wall_s"] = time.perf_counter() - started
                 on_done(index, result, raw)
