@@ -15,6 +15,12 @@ Accuracy is the share of trials whose answer is exactly the planted commit;
 runs is the mean number of bench invocations per trial.
 
     python benchmarks/bisect_accuracy.py --trials 30 --steps 5 3
+
+Each bench run draws its noise afresh, so two runs differ by a trial or two.
+``BENCH_SEED_FILE=$(mktemp -u) python benchmarks/bisect_accuracy.py ...``
+seeds the n-th bench run of the whole benchmark with n (see synth.py): a
+rerun of the same code gives the same table, and two versions of perfci draw
+the same noise until one of them makes a run the other does not.
 """
 from __future__ import annotations
 
@@ -130,8 +136,8 @@ def main(argv=None) -> int:
 
     print(f"{args.trials} trials per step, {args.commits} commits, {args.noise:g}% gaussian noise per run, "
           f"seed {args.seed}")
-    print(f"| step | strategy | culprit found | bench runs / trial |")
-    print(f"|---:|---|---:|---:|")
+    print("| step | strategy | culprit found | bench runs / trial |")
+    print("|---:|---|---:|---:|")
     for step, name, accuracy, runs in rows:
         print(f"| {step} | {name} | {accuracy:.0f}% | {runs:.1f} |")
     print(f"(wall time {time.monotonic() - started:.0f}s)")

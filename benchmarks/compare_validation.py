@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfci.compare.verdicts import CompareOptions, compare  # noqa: E402
+from perfci.compare import CompareOptions, compare  # noqa: E402
 from perfci.compare.simulate import SimConfig, simulate_pair, without_clocks  # noqa: E402
 
 CONFIGS = (

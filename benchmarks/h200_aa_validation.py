@@ -27,9 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfci.compare.verdicts import CompareOptions, compare  # noqa: E402
+from perfci.compare import CompareOptions, calibrate, compare, read_profile  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
-from perfci.compare.noise import calibrate, load_profile  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
 AA = ROOT / "benchmarks" / "results" / "h200-2026-11-29b" / "call3"
@@ -60,7 +59,7 @@ def main() -> int:
     ap.add_argument("--profile", default="sm_90")
     ap.add_argument("--out")
     args = ap.parse_args()
-    profile = load_profile(args.profile)
+    profile = read_profile(args.profile)
     on, off = CompareOptions(), CompareOptions(disturbed_spread_pct=None)
     lines = [f"# perfci compare on real H200 A/A runs (profile {profile.name}: {profile.source})", ""]
 

@@ -55,9 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, **seams: object) -> int:
+    """Run one perfci command; returns its exit code.
+
+    ``seams`` set parsed values that have no command-line option: the tests use
+    them to start fault-injecting processes (e.g. ``worker=`` for ``perfci run``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    for name, value in seams.items():
+        if not hasattr(args, name):
+            raise TypeError(f"perfci.cli.main: the {args.command!r} command has no seam {name!r}")
+        setattr(args, name, value)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -79,6 +79,8 @@ class RepeatSample:
     temp_c: float | None = None
     power_w: float | None = None
     throttled: bool | None = None
+    stalled: bool = False  # the device reached work the host had not finished enqueuing
+    clock_source: str = ""  # where sclk_mhz came from: device (its counters), nvml, amdsmi, ...
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,14 @@ class CaseResult:
     message: str = ""  # why a case failed / errored / was skipped
     rel_error: float | None = None  # correctness gate's ||out-ref||/||ref||
     timer: str = ""  # profiler | events | host: what the times are
+    gate: str = ""  # spin | none: how the device was held while a repeat was enqueued
+    stalls: int = 0  # repeat attempts that stalled (each was measured again, within a bound)
+
+    @property
+    def clock_source(self) -> str:
+        """The repeats' clock source, or ``mixed:a/b`` when they differ."""
+        sources = sorted({r.clock_source for r in self.repeats if r.clock_source})
+        return sources[0] if len(sources) == 1 else ("mixed:" + "/".join(sources) if sources else "")
 
     @property
     def median_us(self) -> float | None:

@@ -17,7 +17,7 @@ import io
 import math
 import os
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, read_input_text
@@ -192,6 +192,17 @@ def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
 
 def read_results(path: str | os.PathLike) -> ResultTable:
     """Read a perfci or FlyDSL results CSV, validating every cell."""
+    return read_results_cells(path)[0]
+
+
+def read_results_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
+    """:func:`read_results`, and each row's cells as text (stripped), in the same order.
+
+    For a column :class:`ResultRow` has no field for (``roofline_pct``,
+    ``power_w``, ...): the file is validated exactly as :func:`read_results`
+    validates it, and :func:`cell_number` reads the one cell a caller needs.
+    Every mapping has every column of the header.
+    """
     path = str(path)
     header, rows = _read_csv_text(path)
     if set(FLYDSL_COLUMNS) <= set(header) and "kernel" not in header:
@@ -215,7 +226,20 @@ def read_results(path: str | os.PathLike) -> ResultTable:
                 f"{path}: line {row.line}, column 'kernel': duplicate case {','.join(row.key)} "
                 f"(first on line {seen[row.key]})")
         seen[row.key] = row.line
-    return ResultTable(path=path, format=fmt, rows=tuple(parsed))
+    cells = tuple({column: (raw.get(column) or "").strip() for column in header} for raw in rows)
+    return ResultTable(path=path, format=fmt, rows=tuple(parsed)), cells
+
+
+def cell_number(table: ResultTable, row: ResultRow, cells: Mapping[str, str], column: str) -> float:
+    """The finite number in ``column`` of ``row`` (its ``cells`` from :func:`read_results_cells`).
+
+    Raises:
+        PerfciError: naming the file, the line and the column, when the cell is
+            empty or not a finite number.
+    """
+    value = _Cells(table.path, row.line, dict(cells)).number(column, allow_empty=False)
+    assert value is not None  # allow_empty=False raises instead
+    return value
 
 
 def _perfci_row(cells: _Cells) -> ResultRow:

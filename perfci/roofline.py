@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfci.model import CaseSpec
+
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -48,3 +50,25 @@ def ridge_flop_per_byte(arch: str, dtype: str) -> float | None:
         return None
     tflops, tbps = peaks
     return tflops / tbps
+
+
+@dataclass(frozen=True)
+class Throughput:
+    tflops: float  # 2MNK / time
+    tbps: float  # the fewest bytes a GEMM must move / time
+    roofline_pct: float | None  # time the device's ceilings allow / measured time; None off the table
+
+
+def throughput(spec: CaseSpec, median_us: float, peaks: tuple[float, float] | None) -> Throughput:
+    """What a case's time means in TFLOP/s, TB/s and percent of the roofline.
+
+    The roofline time is the larger of the case's compute time and its memory
+    time at the device's peaks (``peaks`` from :func:`ceiling_for`).
+    """
+    seconds = median_us * 1e-6
+    roofline = None
+    if peaks is not None:
+        peak_tflops, peak_tbps = peaks
+        floor_s = max(spec.flops / (peak_tflops * 1e12), spec.min_bytes / (peak_tbps * 1e12))
+        roofline = 100.0 * floor_s / seconds
+    return Throughput(spec.flops / seconds / 1e12, spec.min_bytes / seconds / 1e12, roofline)

@@ -1,7 +1,8 @@
-"""Pure statistics for ``perfci compare``: no files, no printing, no globals that change.
+"""Pure statistics for ``perfci compare`` and ``perfci bisect``: no files, no printing, no globals that change.
 
-Everything works on *log* times, so a shift is a ratio: ``exp(hl) - 1`` is the
-relative change of cur against base.
+Compare passes *log* times, so a shift is a ratio: ``exp(hl) - 1`` is the
+relative change of cur against base. Bisect passes its metric as measured and
+scales the shift by the earlier commit's median itself.
 
 Why these choices:
 
@@ -86,18 +87,27 @@ class MWU:
     method: str  # "exact" | "normal"
 
 
-def mann_whitney(base: Sequence[float], cur: Sequence[float]) -> MWU:
-    """Two-sided Mann–Whitney U test of ``cur`` against ``base``.
+ALTERNATIVES = ("two-sided", "less", "greater")
+
+
+def mann_whitney(base: Sequence[float], cur: Sequence[float], alternative: str = "two-sided") -> MWU:
+    """Mann–Whitney U test of ``cur`` against ``base``.
 
     Args:
         base, cur: samples (any monotone transform gives the same answer).
+        alternative: "two-sided"; "greater": cur tends to be larger than base
+            (for times, slower); "less": cur tends to be smaller. The same
+            convention as ``scipy.stats.mannwhitneyu(cur, base, alternative=...)``.
     Returns:
         U counts pairs where cur is larger, so U > n1*n2/2 means cur is slower.
         Exact p-value when there are no ties and both sides are small; otherwise
         the normal approximation with tie and continuity corrections.
     Raises:
-        ValueError: a side is empty (a caller bug, never reported as a result).
+        ValueError: a side is empty or ``alternative`` is unknown (caller bugs,
+            never reported as a result).
     """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, not {alternative!r}")
     x = np.asarray(base, dtype=float)
     y = np.asarray(cur, dtype=float)
     n1, n2 = x.size, y.size
@@ -109,9 +119,10 @@ def mann_whitney(base: Sequence[float], cur: Sequence[float]) -> MWU:
     has_ties = np.unique(pooled).size < pooled.size
     if not has_ties and max(n1, n2) <= EXACT_MAX_N:
         ui = int(round(u))
-        lower = _u_null_cdf(n1, n2)[ui]
-        upper = _u_null_sf(n1, n2)[ui]
-        return MWU(u, float(min(1.0, 2.0 * min(lower, upper))), "exact")
+        lower = float(_u_null_cdf(n1, n2)[ui])  # P(U <= u): cur this small or smaller
+        upper = float(_u_null_sf(n1, n2)[ui])  # P(U >= u): cur this large or larger
+        p = {"less": lower, "greater": upper}.get(alternative, 2.0 * min(lower, upper))
+        return MWU(u, min(1.0, p), "exact")
     mean = n1 * n2 / 2.0
     _, counts = np.unique(pooled, return_counts=True)
     n = n1 + n2
@@ -119,8 +130,14 @@ def mann_whitney(base: Sequence[float], cur: Sequence[float]) -> MWU:
     var = n1 * n2 / 12.0 * ((n + 1) - tie_term)
     if var <= 0:  # every value equal: no evidence of any shift
         return MWU(u, 1.0, "normal")
-    z = (abs(u - mean) - 0.5) / math.sqrt(var)
-    p = math.erfc(max(z, 0.0) / math.sqrt(2.0))
+    # The continuity correction moves U half a step towards the null mean.
+    if alternative == "greater":
+        p = 0.5 * math.erfc((u - mean - 0.5) / math.sqrt(var) / math.sqrt(2.0))
+    elif alternative == "less":
+        p = 0.5 * math.erfc((mean - u - 0.5) / math.sqrt(var) / math.sqrt(2.0))
+    else:
+        z = (abs(u - mean) - 0.5) / math.sqrt(var)
+        p = math.erfc(max(z, 0.0) / math.sqrt(2.0))
     return MWU(u, float(min(1.0, p)), "normal")
 
 

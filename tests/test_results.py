@@ -4,8 +4,8 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
-from perfci.results import (COLUMNS, parse_shape, read_results, result_to_row,
-                            write_results)
+from perfci.results import (COLUMNS, cell_number, parse_shape, read_results, read_results_cells,
+                            result_to_row, write_results)
 
 ENV = Environment(device_name="NVIDIA H200", arch="sm_90", vendor="nvidia", git_sha="abc123",
                   timestamp="2026-11-29T12:00:00Z")
@@ -110,3 +110,20 @@ def test_non_ok_rows_may_have_no_time(tmp_path):
     path.write_text(GOOD_HEADER + "k,1x2x3,bf16,,,timeout\n")
     (row,) = read_results(path).rows
     assert row.status == "timeout" and row.median_us is None and os.path.exists(path)
+
+
+def test_cells_give_the_columns_a_result_row_has_no_field_for(tmp_path):
+    path = tmp_path / "r.csv"
+    write_results(path, [result_to_row(make_result(), ENV, "decode", 788.0, 4.3),
+                         result_to_row(make_result(m=4, status="fail"), ENV, "decode")])
+    table, cells = read_results_cells(path)
+    assert table == read_results(path)  # the same rows, validated the same way
+    ok, failed = table.rows
+    assert len(cells) == 2 and set(cells[0]) == set(COLUMNS)
+    assert cell_number(table, ok, cells[0], "roofline_pct") == float(cells[0]["roofline_pct"]) > 0
+    assert cell_number(table, ok, cells[0], "median_us") == ok.median_us
+    with pytest.raises(PerfciError) as err:
+        cell_number(table, failed, cells[1], "roofline_pct")
+    assert str(err.value) == f"{path}: line 3, column 'roofline_pct': is empty"
+    with pytest.raises(PerfciError, match="line 2, column 'sclk_mhz': '1500;1501;1502' is not a number"):
+        cell_number(table, ok, cells[0], "sclk_mhz")

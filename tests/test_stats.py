@@ -19,6 +19,46 @@ def test_mwu_matches_scipy_exact(n1, n2):
         assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
+@pytest.mark.parametrize("alternative", ["less", "greater", "two-sided"])
+@pytest.mark.parametrize("n1,n2", [(5, 5), (5, 10), (5, 20), (3, 7), (12, 9)])
+def test_mwu_one_sided_exact_matches_scipy(n1, n2, alternative):
+    rng = np.random.default_rng(n1 * 1000 + n2)
+    for shift in (-1.0, 0.0, 0.4, 1.5):  # both tails, the middle, and full separation
+        x, y = rng.normal(size=n1), rng.normal(shift, size=n2)
+        ours = stats.mann_whitney(x, y, alternative=alternative)
+        ref = ss.mannwhitneyu(y, x, alternative=alternative, method="exact")
+        assert ours.method == "exact"
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_mwu_one_sided_tails_are_the_two_ends_of_one_distribution():
+    x = [10.0, 10.1, 9.9, 10.05, 9.95]
+    y = [10.5, 10.6, 10.4, 10.55, 10.45]
+    greater = stats.mann_whitney(x, y, alternative="greater")
+    less = stats.mann_whitney(x, y, alternative="less")
+    # cur above base in all 25 pairs: the smallest one-sided p there is, and its complement.
+    assert greater.p_value == pytest.approx(1 / math.comb(10, 5))
+    assert less.p_value == pytest.approx(1.0)
+    assert stats.mann_whitney(y, x, alternative="less").p_value == pytest.approx(greater.p_value)
+
+
+@pytest.mark.parametrize("alternative", ["less", "greater", "two-sided"])
+def test_mwu_asymptotic_matches_scipy_with_ties_and_large_samples(alternative):
+    rng = np.random.default_rng(17)
+    tied = ([1, 2, 2, 3, 3, 3, 4], [2, 3, 4, 4, 5, 5, 6])
+    large = (rng.normal(size=70), rng.normal(0.3, size=80))  # above EXACT_MAX_N a side
+    for x, y in (tied, tied[::-1], large, large[::-1]):
+        ours = stats.mann_whitney(x, y, alternative=alternative)
+        ref = ss.mannwhitneyu(y, x, alternative=alternative, method="asymptotic", use_continuity=True)
+        assert ours.method == "normal"
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_mwu_unknown_alternative_is_a_caller_bug():
+    with pytest.raises(ValueError, match="alternative"):
+        stats.mann_whitney([1.0, 2.0], [3.0, 4.0], alternative="lower")
+
+
 def test_mwu_with_ties_uses_normal_and_matches_scipy():
     x, y = [1, 2, 2, 3, 3, 3, 4], [2, 3, 4, 4, 5, 5, 6]
     ours = stats.mann_whitney(x, y)

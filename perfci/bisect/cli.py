@@ -12,7 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from perfci.errors import EXIT_OK, PerfciError
+from perfci.bisect.gitops import Pause, no_pause
+from perfci.console import Console
+from perfci.args import percentage
+from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
+
+PREFIX = "perfci bisect: "
 
 DESCRIPTION = """\
 Find the first commit between GOOD and BAD that made BENCH_CMD slower.
@@ -63,18 +68,6 @@ exit codes:
 """
 
 
-def _non_negative_pct(text: str) -> float:
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a finite percentage >= 0")
-    return value
-
-
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "bisect", help="find the commit that made a benchmark slower",
@@ -103,7 +96,7 @@ def add_parser(subparsers) -> None:
                    help="runs per commit, and at GOOD and BAD (default 5; at least 5 for the baseline test)")
     s.add_argument("--max-repeats", type=int, default=20, metavar="N",
                    help="an unsure commit's runs double up to N, then it is skipped (default 20)")
-    s.add_argument("--min-effect", type=_non_negative_pct, default=2.0, metavar="PCT",
+    s.add_argument("--min-effect", type=percentage, default=2.0, metavar="PCT",
                    help="stop (exit 3) unless BAD is slower than GOOD by more than PCT percent (default 2)")
 
     r = p.add_argument_group("running")
@@ -126,7 +119,9 @@ def add_parser(subparsers) -> None:
                    help="restore tree, index, branch and stash after a bisect that was killed")
     a.add_argument("--resume", action="store_true",
                    help="restore as --abort does, then run the killed bisect again (cached runs are reused)")
-    p.set_defaults(handler=main, _bisect_parser=p)
+    # ``pause`` has no option: only the fault tests set it, through perfci.cli.main's
+    # seams (tests/bisect/fault_entry.py), to signal the process inside a phase.
+    p.set_defaults(handler=main, _bisect_parser=p, pause=no_pause)
 
 
 def _split_command(args) -> None:
@@ -150,7 +145,7 @@ def _arguments_for_resume(args) -> dict:
     return {k: getattr(args, k) for k in keep}
 
 
-def _config(args):
+def _config(args, pause: Pause):
     from perfci.bisect.metric import MetricSpec, out_path_from_command
     from perfci.bisect.commands import BenchSpec
     from perfci.bisect.session import BisectConfig
@@ -190,7 +185,7 @@ def _config(args):
                       MetricSpec(args.metric, args.json_path, args.csv_column, args.case, csv_file), args.timeout)
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better, args.repeats,
                         args.max_repeats, args.min_effect, args.first_parent, args.jobs, gpus,
-                        _arguments_for_resume(args))
+                        _arguments_for_resume(args), pause)
 
 
 def _refuse_stdout_inside_the_tree(repo: Path) -> None:
@@ -222,24 +217,8 @@ def _refuse_stdout_inside_the_tree(repo: Path) -> None:
                           f"repository, or add it to .gitignore")
 
 
-class _Progress:
-    """One line per step on stderr: rich when it is a terminal, plain text otherwise."""
-
-    def __init__(self):
-        self.console = None
-        if sys.stderr.isatty():
-            from rich.console import Console
-
-            self.console = Console(stderr=True, highlight=False)
-
-    def _emit(self, text: str, style: str | None = None) -> None:
-        if self.console is not None:
-            self.console.print(text, style=style)
-        else:
-            print(text, file=sys.stderr, flush=True)
-
-    def note(self, text: str) -> None:
-        self._emit(f"perfci bisect: {text}", "dim")
+class _Progress(Console):
+    """perfci's console, plus the line each measured commit gets."""
 
     def step(self, record, state, commits_total, eta_s) -> None:
         c = record.classification
@@ -250,53 +229,56 @@ class _Progress:
         median = record.samples.median
         eta = "" if eta_s is None or state.done else f", ETA {time.strftime('%M:%S', time.gmtime(eta_s))}"
         style = {"good": "green", "bad": "red"}.get(c.verdict.value, "yellow")
-        self._emit(f"#{record.order}/{commits_total} {record.sha[:12]} n={len(record.samples.values)}"
-                   f"{f'+{record.samples.failures} failed' if record.samples.failures else ''} "
-                   f"median={'-' if median is None else f'{median:.5g}'} -> {c.verdict.value}; {estimate}{eta}",
-                   style)
+        self.line(f"#{record.order}/{commits_total} {record.sha[:12]} n={len(record.samples.values)}"
+                  f"{f'+{record.samples.failures} failed' if record.samples.failures else ''} "
+                  f"median={'-' if median is None else f'{median:.5g}'} -> {c.verdict.value}; {estimate}{eta}",
+                  style)
 
 
-def _recover(args) -> int:
+def _recover(args, pause: Pause) -> int:
     from perfci.bisect import session
 
-    journal, warnings = session.abort(Path(args.repo))
+    progress = _Progress(prefix=PREFIX)
+    journal, warnings = session.abort(Path(args.repo), pause)
     for warning in warnings:
-        print(f"perfci bisect: warning: {warning}", file=sys.stderr)
+        progress.note(f"warning: {warning}")
     where = journal.original_branch or journal.original_head[:12]
-    print(f"perfci bisect: restored {where} and your changes from session {journal.session_id}", file=sys.stderr)
+    progress.note(f"restored {where} and your changes from session {journal.session_id}")
     if args.abort:
-        return EXIT_OK if not warnings else 2
+        # A restore that left something for the user to do by hand is not a success.
+        return EXIT_OK if not warnings else EXIT_USAGE
     saved = journal.arguments or {}
     if not saved:
         raise PerfciError("the journal holds no arguments to resume with; start the bisect again")
     for key, value in saved.items():
         setattr(args, key, value)
     args.abort = args.resume = False
-    return _bisect(args)
+    return _bisect(args, pause)
 
 
-def _bisect(args) -> int:
+def _bisect(args, pause: Pause) -> int:
     from perfci.bisect import report, session
 
-    cfg = _config(args)
-    result = session.run(cfg, _Progress())
+    cfg = _config(args, pause)
+    progress = _Progress(prefix=PREFIX)
+    result = session.run(cfg, progress)
     sys.stdout.write(report.RENDERERS[args.format](result))
     sys.stdout.flush()
     if args.plot:
         try:
             report.plot(result, Path(args.plot))
         except (OSError, ValueError) as err:  # ValueError: a format matplotlib cannot write
-            print(f"perfci bisect: could not write the plot {args.plot}: "
-                  f"{getattr(err, 'strerror', None) or err}", file=sys.stderr)
+            progress.note(f"could not write the plot {args.plot}: {getattr(err, 'strerror', None) or err}")
         else:
-            print(f"perfci bisect: plot written to {args.plot}", file=sys.stderr)
+            progress.note(f"plot written to {args.plot}")
     return result.exit_code
 
 
 def main(args) -> int:
+    """``perfci bisect``; ``args.pause`` is called at each of :data:`perfci.bisect.gitops.PHASES`."""
     _split_command(args)
     if args.abort and args.resume:
         raise PerfciError("--abort and --resume exclude each other")
     if args.abort or args.resume:
-        return _recover(args)
-    return _bisect(args)
+        return _recover(args, args.pause)
+    return _bisect(args, args.pause)

@@ -18,6 +18,9 @@ from enum import Enum
 from statistics import median
 from typing import Mapping, Sequence
 
+from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
+from perfci.stats import hodges_lehmann, mann_whitney
+
 
 class Verdict(str, Enum):
     GOOD = "good"
@@ -73,6 +76,8 @@ class BaselineCheck:
 
 @dataclass(frozen=True)
 class Interval:
+    """A shift in percent of the earlier side's median, with its 95% interval."""
+
     estimate: float
     low: float
     high: float
@@ -142,11 +147,9 @@ def oriented(value: float, higher_is_better: bool) -> float:
     return -value if higher_is_better else value
 
 
-def _mann_whitney_less(x: Sequence[float], y: Sequence[float]) -> float:
-    """One-sided p that ``x`` tends to be smaller than ``y``."""
-    from scipy.stats import mannwhitneyu
-
-    return float(mannwhitneyu(list(x), list(y), alternative="less").pvalue)
+def _p_greater(lower: Sequence[float], higher: Sequence[float]) -> float:
+    """One-sided Mann-Whitney p that ``higher`` tends to be larger than ``lower``."""
+    return mann_whitney(lower, higher, alternative="greater").p_value
 
 
 def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: float = 0.01) -> BaselineCheck:
@@ -165,8 +168,8 @@ def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: f
         raise ValueError("need at least two samples at each endpoint")
     g, b = median(good.values), median(bad.values)
     effect = (b - g) / abs(g) * 100.0 if g else math.inf
-    p_slower = _mann_whitney_less(good.values, bad.values)
-    p_faster = _mann_whitney_less(bad.values, good.values)
+    p_slower = _p_greater(good.values, bad.values)
+    p_faster = _p_greater(bad.values, good.values)
     numbers = (
         f"GOOD median {g:.6g} (n={len(good.values)}), BAD median {b:.6g} (n={len(bad.values)}), "
         f"change {effect:+.2f}%"
@@ -218,8 +221,8 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
     # Significantly away from *both* endpoints is an intermediate value (a partial
     # slowdown, or a noisy burst): neither verdict is safe. The strict level keeps
     # a commit equal to its endpoint from landing here more than ~1% of the time.
-    p_above_good = _mann_whitney_less(good.values, samples.values)
-    p_below_bad = _mann_whitney_less(samples.values, bad.values)
+    p_above_good = _p_greater(good.values, samples.values)
+    p_below_bad = _p_greater(samples.values, bad.values)
     # Only inside the middle of the gap: with its samples doubled, a commit equal
     # to BAD soon tells itself apart from BAD's five samples when those happened
     # to land high, and an unbounded rule would then skip the culprit.
@@ -281,32 +284,20 @@ def steps_left(state: SearchState, jobs: int = 1) -> int:
     return max(1, math.ceil(math.log(open_commits + 1) / math.log(jobs + 1)))
 
 
-def hodges_lehmann(before: Sequence[float], after: Sequence[float], resamples: int = 2000,
-                   confidence: float = 0.95, seed: int = 0) -> Interval:
-    """Shift from ``before`` to ``after`` in percent of ``before``'s median, with a bootstrap interval.
+def shift_pct(before: Sequence[float], after: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Shift from ``before`` to ``after`` in percent of ``before``'s median, with its Moses interval.
 
     The Hodges-Lehmann estimate (median of all pairwise differences) is the shift
-    the Mann-Whitney test measures, so the number and the verdicts agree. The
-    seed is fixed so that a report is reproducible from its samples.
+    the Mann-Whitney test measures, and its interval comes from the same null
+    distribution, so the number and the verdicts agree. It is deterministic, so
+    a report is reproducible from its samples. With too few samples for the
+    level, the interval is the full range of pairwise differences.
     """
-    import numpy as np
-
-    a = np.asarray(before, dtype=float)
-    b = np.asarray(after, dtype=float)
-    if a.size == 0 or b.size == 0:
+    if not before or not after:
         raise ValueError("need samples on both sides")
-    scale = abs(float(np.median(a))) or 1.0
-
-    def shift(x, y):
-        return float(np.median(np.subtract.outer(y, x))) / scale * 100.0
-
-    rng = np.random.default_rng(seed)
-    boots = np.empty(resamples)
-    for i in range(resamples):
-        boots[i] = shift(rng.choice(a, a.size), rng.choice(b, b.size))
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(boots, [tail, 100.0 - tail])
-    return Interval(shift(a, b), float(low), float(high))
+    scale = abs(median(before)) or 1.0  # a zero median has no percent; show the raw shift
+    shift = hodges_lehmann(before, after, confidence=confidence)
+    return Interval(shift.estimate / scale * 100.0, shift.low / scale * 100.0, shift.high / scale * 100.0)
 
 
 def verdict_confidence(classifications: Sequence[Classification]) -> float:
@@ -359,4 +350,6 @@ class BisectResult:
 
     @property
     def exit_code(self) -> int:
-        return {"culprit": 0, "all-skipped": 2}.get(self.status, 3)
+        # Every candidate skipped is an input the bisect could not use; no real
+        # GOOD -> BAD difference (or swapped endpoints) leaves nothing to bisect.
+        return {"culprit": EXIT_OK, "all-skipped": EXIT_USAGE}.get(self.status, EXIT_INCONCLUSIVE)

@@ -12,13 +12,12 @@ module keeps:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from perfci.files import atomic_write_text
 from perfci.errors import PerfciError
@@ -152,18 +151,17 @@ def deferred_signals():
         raise KeyboardInterrupt
 
 
-def test_pause(phase: str) -> None:
-    """Fault injection for the tests: ``PERFCI_BISECT_TEST_PAUSE=phase:SIGNAL`` or ``phase:sleep``."""
-    wanted = os.environ.get("PERFCI_BISECT_TEST_PAUSE", "")
-    if not wanted or wanted.split(":", 1)[0] != phase:
-        return
-    action = wanted.split(":", 1)[1] if ":" in wanted else "SIGKILL"
-    os.environ.pop("PERFCI_BISECT_TEST_PAUSE")  # once per process, so restore can finish
-    if action == "sleep":
-        time.sleep(3600)
-    else:
-        os.kill(os.getpid(), getattr(signal, action))
-        time.sleep(0.5)  # let the handler run here, inside the phase
+# The phases where a signal must still leave the user's tree intact, in the
+# order a bisect reaches them.
+PHASES = ("stash", "checkout", "build", "bench", "restore")
+
+# Called with the phase's name as the session enters it. The fault tests pass
+# one that signals the process there; a real bisect goes straight through.
+Pause = Callable[[str], None]
+
+
+def no_pause(phase: str) -> None:  # noqa: ARG001
+    """The default :data:`Pause`: nothing happens between phases."""
 
 
 # --------------------------------------------------------------------------- journal
@@ -225,12 +223,12 @@ def stash_entries(repo) -> list[tuple[str, str, str]]:
     return rows
 
 
-def stash_push(repo, journal: Journal) -> str | None:
+def stash_push(repo, journal: Journal, pause: Pause = no_pause) -> str | None:
     """Stash tracked, staged and untracked changes; return the stash's sha (None if clean)."""
     before = {sha for _, sha, _ in stash_entries(repo)}
     journal.update(phase="stashing")
     git_run(repo, "stash", "push", "--include-untracked", "-m", journal.stash_message)
-    test_pause("stash")
+    pause("stash")
     for _, sha, message in stash_entries(repo):
         if sha not in before and message.endswith(journal.stash_message):
             return sha
@@ -345,7 +343,7 @@ def bisect_reset(repo) -> None:
         git_run(repo, "bisect", "reset", check=False)
 
 
-def restore_tree(repo, journal: Journal) -> list[str]:
+def restore_tree(repo, journal: Journal, pause: Pause = no_pause) -> list[str]:
     """Put the user's repository back as the journal says it was. Returns warnings."""
     warnings: list[str] = []
     with deferred_signals():
@@ -366,7 +364,7 @@ def restore_tree(repo, journal: Journal) -> list[str]:
                 return_to(repo, journal.original_branch, journal.original_head)
             else:
                 warnings.append("HEAD is not where bisect started, but bisect never moved it; left as it is")
-        test_pause("restore")
+        pause("restore")
         if stash_sha:
             problem = restore_stash(repo, stash_sha)
             if problem:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from perfci.errors import PerfciError
+from perfci.results import ResultRow, cell_number, read_results_cells
+
 # A decimal or scientific number; the lookbehind keeps "v2" or "x86_64" suffixes out.
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
@@ -97,44 +100,52 @@ def _parse_json(text: str):
 
 
 def from_csv(path: Path, column: str, case: str) -> float:
-    """Read ``column`` of the row ``case`` names in a ``perfci run`` results CSV.
+    """Read ``column`` of the row ``case`` names in a ``perfci run`` (or FlyDSL) results CSV.
 
-    ``case`` is either ``kernel,shape,dtype`` exactly, or a substring that matches
-    exactly one row's ``"kernel shape dtype"``.
+    The file goes through :func:`perfci.results.read_results_cells`, the reader
+    ``perfci compare`` uses, so a CSV means the same thing to both; what it
+    rejects becomes a failed run carrying its one-line message. ``case`` is
+    either ``kernel,shape,dtype`` exactly, or a substring that matches exactly
+    one row's ``"kernel shape dtype"``. ``column`` is any numeric column of the
+    file (``median_us``, ``tflops``, ``roofline_pct``, ...).
     """
-    import pandas as pd
-
     if not path.is_file():
         raise MetricError(f"{path.name} was not written")
     try:
-        frame = pd.read_csv(path, comment="#")
-    except (ValueError, OSError) as err:
-        raise MetricError(f"{path.name} is not a readable CSV ({err})") from None
-    missing = [c for c in ("kernel", "shape", "dtype", column) if c not in frame.columns]
-    if missing:
-        raise MetricError(f"{path.name} has no column {', '.join(missing)}")
-    labels = frame["kernel"].astype(str) + " " + frame["shape"].astype(str) + " " + frame["dtype"].astype(str)
+        table, cells = read_results_cells(path)
+    except PerfciError as err:
+        raise MetricError(err.message) from None
+    # Checked before the case, so a wrong column name is reported whichever row is meant.
+    if column not in cells[0]:  # the reader refuses a file without rows; every row has every column
+        raise MetricError(f"{path.name} has no column {column}")
+    index = _row_of_case(table.rows, case, path.name)
+    row = table.rows[index]
+    if row.status != "ok":
+        raise MetricError(f"case {case!r} has status {row.status!r}")
+    try:
+        return cell_number(table, row, cells[index], column)
+    except PerfciError as err:
+        raise MetricError(err.message) from None
+
+
+def _row_of_case(rows: Sequence[ResultRow], case: str, file_name: str) -> int:
+    """The index of the one row ``case`` names; a case that names none or several is a MetricError."""
     parts = [p.strip() for p in case.split(",")]
     if len(parts) == 3:
-        rows = frame[(frame["kernel"].astype(str) == parts[0]) & (frame["shape"].astype(str) == parts[1])
-                     & (frame["dtype"].astype(str) == parts[2])]
+        matches = [i for i, r in enumerate(rows) if r.key == tuple(parts)]
     else:
-        rows = frame[labels.str.contains(case, regex=False)]
-    if len(rows) == 0:
-        raise MetricError(f"no row of {path.name} matches case {case!r}")
-    if len(rows) > 1:
-        names = ", ".join(labels[rows.index[:3]])
-        raise MetricError(f"case {case!r} matches {len(rows)} rows of {path.name} ({names}, ...); be more specific")
-    row = rows.iloc[0]
-    if "status" in frame.columns and str(row["status"]) not in ("ok", "nan"):
-        raise MetricError(f"case {case!r} has status {row['status']!r}")
-    try:
-        value = float(row[column])
-    except (TypeError, ValueError):
-        raise MetricError(f"case {case!r} column {column!r} is {row[column]!r}, not a number") from None
-    if value != value:  # NaN: the run wrote the row but no time
-        raise MetricError(f"case {case!r} column {column!r} is empty")
-    return value
+        matches = [i for i, r in enumerate(rows) if case in _label(r)]
+    if not matches:
+        raise MetricError(f"no row of {file_name} matches case {case!r}")
+    if len(matches) > 1:
+        names = ", ".join(_label(rows[i]) for i in matches[:3])
+        raise MetricError(f"case {case!r} matches {len(matches)} rows of {file_name} ({names}, ...); "
+                          f"be more specific")
+    return matches[0]
+
+
+def _label(row: ResultRow) -> str:
+    return f"{row.kernel} {row.shape} {row.dtype}"
 
 
 def out_path_from_command(command: Sequence[str]) -> str | None:

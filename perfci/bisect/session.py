@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 from perfci.bisect import gitops
 from perfci.bisect.core import (
     BisectResult, Classification, Samples, SearchState, StepRecord, Verdict, check_baselines, choose_next,
-    classify, hodges_lehmann, next_repeats, oriented, steps_left, verdict_confidence,
+    classify, next_repeats, oriented, shift_pct, steps_left, verdict_confidence,
 )
 from perfci.bisect.commands import BenchSpec, Cache, bench_once, kill_running, run_command
 from perfci.errors import PerfciError
@@ -41,6 +41,7 @@ class BisectConfig:
     jobs: int = 1
     gpus: tuple[str, ...] | None = None
     arguments: dict = field(default_factory=dict)  # the CLI's options, kept for --resume
+    pause: gitops.Pause = field(default=gitops.no_pause, compare=False)  # called at each of gitops.PHASES
 
 
 class Progress(Protocol):
@@ -145,6 +146,11 @@ def _slot_env(gpu: str | None) -> dict:
 # --------------------------------------------------------------------------- measuring
 
 
+def _oriented(samples: Samples, higher_is_better: bool) -> Samples:
+    """The same runs with the metric made lower-is-better, as :mod:`core`'s decisions want it."""
+    return Samples(tuple(oriented(v, higher_is_better) for v in samples.values), samples.failures)
+
+
 class Measurer:
     """Measures commits in slots, through the cache, counting the bench runs it really makes."""
 
@@ -168,9 +174,9 @@ class Measurer:
         if slot.current != sha:
             slot.move_to(sha)
             slot.current = sha
-            gitops.test_pause("checkout")
+            self.cfg.pause("checkout")
             if self.cfg.bench.build:
-                gitops.test_pause("build")
+                self.cfg.pause("build")
                 built = run_command(self.cfg.bench.build, slot.path, slot.env)
                 if not built.ok:
                     reason = built.failure_reason("build")
@@ -181,7 +187,7 @@ class Measurer:
         new_values: list[float] = []
         failures = 0
         for _ in range(attempts - have.attempts):
-            gitops.test_pause("bench")
+            self.cfg.pause("bench")
             outcome = bench_once(self.cfg.bench, slot.path, env)
             with self._count_lock:
                 self.bench_runs += 1
@@ -197,15 +203,14 @@ class Measurer:
     def evaluate(self, slot: Slot, sha: str, good: Samples, bad: Samples) -> StepRecord:
         """Measure until good or bad, doubling the samples while unsure, then skip."""
         o = self.cfg.higher_is_better
-        good_o = Samples(tuple(oriented(v, o) for v in good.values))
-        bad_o = Samples(tuple(oriented(v, o) for v in bad.values))
+        good_o, bad_o = _oriented(good, o), _oriented(bad, o)
         attempts = self.cfg.repeats
         while True:
             samples, reason = self.samples(slot, sha, attempts)
             if not samples.attempts:
                 c = Classification(Verdict.SKIP, reason=reason)
                 break
-            c = classify(Samples(tuple(oriented(v, o) for v in samples.values), samples.failures), good_o, bad_o)
+            c = classify(_oriented(samples, o), good_o, bad_o)
             if c.verdict == Verdict.SKIP and reason:
                 c = Classification(Verdict.SKIP, reason=f"{c.reason}: {reason}")
             if c.verdict != Verdict.UNSURE:
@@ -245,24 +250,11 @@ def _run_parallel(pool, jobs: list[tuple[Callable, tuple]]):
 
 
 def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progress, mark, pool) -> BisectResult:
-    # No progress line before the baselines stand: a bench that prints no metric
-    # must end in exactly one error line.
     started = time.monotonic()
-    baseline_jobs = [(measurer.samples, (slots[0], good, cfg.repeats)),
-                     (measurer.samples, (slots[1 % len(slots)], bad, cfg.repeats))]
-    if len(slots) == 1:
-        (good_s, good_why), (bad_s, bad_why) = [fn(*args) for fn, args in baseline_jobs]
-    else:
-        (good_s, good_why), (bad_s, bad_why) = _run_parallel(pool, baseline_jobs)
-    for name, sha, samples, why in (("GOOD", good, good_s, good_why), ("BAD", bad, bad_s, bad_why)):
-        if len(samples.values) < 2:
-            raise PerfciError(f"no metric ({cfg.bench.metric.description}) from the bench at {name} {sha[:12]}: "
-                              f"{why or 'every run failed'}")
+    good_s, bad_s = _measure_baselines(cfg, slots, good, bad, measurer, pool)
     o = cfg.higher_is_better
-    check = check_baselines(Samples(tuple(oriented(v, o) for v in good_s.values)),
-                            Samples(tuple(oriented(v, o) for v in bad_s.values)), cfg.min_effect_pct)
-    blank = Classification(Verdict.GOOD)
-    good_rec = StepRecord(good, 0, measurer.subjects.get(good, ""), good_s, blank)
+    check = check_baselines(_oriented(good_s, o), _oriented(bad_s, o), cfg.min_effect_pct)
+    good_rec = StepRecord(good, 0, measurer.subjects.get(good, ""), good_s, Classification(Verdict.GOOD))
     bad_rec = StepRecord(bad, len(commits), measurer.subjects.get(bad, ""), bad_s, Classification(Verdict.BAD))
     common = dict(good=good_rec, bad=bad_rec, commits_total=len(commits), baseline=check,
                   metric=cfg.bench.metric.description, higher_is_better=o)
@@ -270,13 +262,38 @@ def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progr
         return BisectResult(status="swapped" if check.swapped else "no-difference", message=check.message,
                             bench_runs=measurer.bench_runs, **common)
     progress.note(f"baselines ({cfg.repeats} runs each, {len(commits) - 1} commits between): {check.message}")
-    state = SearchState(tuple(commits), {bad: Verdict.BAD})
+    state, steps = _search_loop(slots, commits, good_s, bad_s, measurer, progress, mark, pool,
+                                baseline_seconds=time.monotonic() - started)
+    return _result(repo, state, steps, good_s, bad_s, measurer.bench_runs, common)
+
+
+def _measure_baselines(cfg, slots, good, bad, measurer: Measurer, pool) -> tuple[Samples, Samples]:
+    """GOOD's and BAD's samples, at once when there are two slots; no metric at either is an error.
+
+    No progress line comes before the baselines stand: a bench that prints no
+    metric must end in exactly one error line.
+    """
+    baseline_jobs = [(measurer.samples, (slots[0], good, cfg.repeats)),
+                     (measurer.samples, (slots[1 % len(slots)], bad, cfg.repeats))]
+    (good_s, good_why), (bad_s, bad_why) = _run_parallel(pool, baseline_jobs)
+    for name, sha, samples, why in (("GOOD", good, good_s, good_why), ("BAD", bad, bad_s, bad_why)):
+        if len(samples.values) < 2:
+            raise PerfciError(f"no metric ({cfg.bench.metric.description}) from the bench at {name} {sha[:12]}: "
+                              f"{why or 'every run failed'}")
+    return good_s, bad_s
+
+
+def _search_loop(slots, commits, good_s: Samples, bad_s: Samples, measurer: Measurer, progress, mark, pool,
+                 baseline_seconds: float) -> tuple[SearchState, list[StepRecord]]:
+    """Measure ``len(slots)`` commits a round until the first bad one is pinned or everything left is skipped."""
+    state = SearchState(tuple(commits), {commits[-1]: Verdict.BAD})
     steps: list[StepRecord] = []
-    round_seconds: list[float] = [time.monotonic() - started]
+    # The baselines count as the first round, so the first ETA is not a guess from nothing.
+    round_seconds: list[float] = [baseline_seconds]
     while True:
         batch = choose_next(state, len(slots))
         if not batch:
-            break
+            return state, steps
         t0 = time.monotonic()
         records = _run_parallel(pool, [(measurer.evaluate, (slots[i], sha, good_s, bad_s))
                                        for i, sha in enumerate(batch)])
@@ -288,31 +305,31 @@ def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progr
             steps.append(record)
             per_round = sum(round_seconds) / len(round_seconds)
             progress.step(record, state, len(commits), steps_left(state, len(slots)) * per_round)
-    culprit_sha = state.culprit
-    g_all = good_s.values
-    step_interval = hodges_lehmann([oriented(v, o) for v in g_all], [oriented(v, o) for v in bad_s.values])
-    if o:  # report throughput changes with their natural sign
-        step_interval = type(step_interval)(-step_interval.estimate, -step_interval.high, -step_interval.low)
+
+
+def _result(repo, state: SearchState, steps: list[StepRecord], good_s: Samples, bad_s: Samples,
+            bench_runs: int, common: dict) -> BisectResult:
+    """The culprit and its step, or the candidate set when every commit in it was skipped.
+
+    Intervals are of the raw metric, so a throughput's change keeps its natural sign.
+    """
+    step_interval = shift_pct(good_s.values, bad_s.values)
     confidence = verdict_confidence([s.classification for s in steps])
+    culprit_sha = state.culprit
     if culprit_sha is None:
         candidates = state.candidates
         message = (f"every commit between the last good and the first bad one was skipped; the slowdown is in "
                    f"one of {len(candidates)} commits: {' '.join(c[:12] for c in candidates)}")
         return BisectResult(status="all-skipped", message=message, steps=tuple(steps), candidates=candidates,
-                            step_interval=step_interval, confidence=confidence,
-                            bench_runs=measurer.bench_runs, **common)
+                            step_interval=step_interval, confidence=confidence, bench_runs=bench_runs, **common)
     lo, _ = state.bounds
     before = good_s if lo < 0 else _samples_of(steps, state.commits[lo])
-    after = bad_s if culprit_sha == bad else _samples_of(steps, culprit_sha)
-    culprit_interval = hodges_lehmann([oriented(v, o) for v in before.values], [oriented(v, o) for v in after.values])
-    if o:
-        culprit_interval = type(culprit_interval)(-culprit_interval.estimate, -culprit_interval.high,
-                                                  -culprit_interval.low)
+    after = bad_s if culprit_sha == state.commits[-1] else _samples_of(steps, culprit_sha)
     info = gitops.commit_info(repo, culprit_sha)
     return BisectResult(status="culprit", message=f"first bad commit: {culprit_sha[:12]} {info['subject']}",
                         steps=tuple(steps), culprit=info, culprit_diffstat=gitops.diff_stat(repo, culprit_sha),
-                        step_interval=step_interval, culprit_interval=culprit_interval, confidence=confidence,
-                        bench_runs=measurer.bench_runs, **common)
+                        step_interval=step_interval, culprit_interval=shift_pct(before.values, after.values),
+                        confidence=confidence, bench_runs=bench_runs, **common)
 
 
 def _samples_of(steps: Sequence[StepRecord], sha: str) -> Samples:
@@ -350,7 +367,7 @@ def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
         else:
             result = _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress)
     finally:
-        warnings = gitops.restore_tree(repo, journal)
+        warnings = gitops.restore_tree(repo, journal, cfg.pause)
         for warning in warnings:
             progress.note(f"warning: {warning}")
     if warnings:
@@ -362,7 +379,7 @@ def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
 
 def _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress) -> BisectResult:
     with gitops.deferred_signals():
-        stash_sha = gitops.stash_push(repo, journal)
+        stash_sha = gitops.stash_push(repo, journal, cfg.pause)
         journal.update(stash_sha=stash_sha, phase="stashed")
     journal.update(bisect_started=True, phase="measuring")
     start = ["bisect", "start", "--no-checkout"] + (["--first-parent"] if cfg.first_parent else [])
@@ -400,12 +417,12 @@ def _run_in_worktrees(cfg, repo, journal, good, bad, commits, cache, progress) -
     return _search(cfg, repo, slots, good, bad, commits, cache, progress, mark)
 
 
-def abort(repo_path: Path) -> tuple[gitops.Journal, list[str]]:
+def abort(repo_path: Path, pause: gitops.Pause = gitops.no_pause) -> tuple[gitops.Journal, list[str]]:
     """Restore the repository of a session that was killed; returns its journal and warnings."""
     repo = gitops.open_repo(repo_path)
     journal_path = gitops.state_dir(repo) / "journal.json"
     if not journal_path.exists():
         raise PerfciError("no unfinished perfci bisect here: nothing to abort or resume")
     journal = gitops.Journal.load(journal_path)
-    warnings = gitops.restore_tree(repo, journal)
+    warnings = gitops.restore_tree(repo, journal, pause)
     return journal, warnings

@@ -1,16 +1,18 @@
 """``perfci compare`` and ``perfci calibrate``: arguments in, exit code out.
 
 Thin on purpose: read the files (:mod:`perfci.compare.inputs`), judge
-(:mod:`perfci.compare.verdicts`), render (:mod:`perfci.compare.render`). numpy, scipy and
-matplotlib are imported inside the handlers so ``perfci --help`` stays fast.
+(:mod:`perfci.compare.verdicts`, :mod:`perfci.compare.calibration`), render
+(:mod:`perfci.compare.render`). Those modules pull in numpy, scipy and
+matplotlib, so they are imported inside the handlers: ``perfci --help`` and the
+other commands do not pay for them.
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
+from perfci.args import percentage, probability
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
 
 COMPARE_HELP = """\
@@ -74,26 +76,6 @@ example:
 """
 
 
-def _pct(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a percentage >= 0")
-    return v
-
-
-def _alpha(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1")
-    return v
-
-
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "compare", help="judge a run against a baseline (noise-aware, exit 1 on regression)",
@@ -105,9 +87,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--noise-profile", metavar="NAME|FILE",
                    help="built-in profile name or calibrate's JSON (default: by the files' arch)")
     p.add_argument("--arch", help="device arch, when the files do not say (sm_90, gfx942, gfx950)")
-    p.add_argument("--alpha", type=_alpha, default=0.05,
+    p.add_argument("--alpha", type=probability, default=0.05,
                    help="false discovery rate across the suite (default 0.05)")
-    p.add_argument("--min-effect", type=_pct, metavar="PCT",
+    p.add_argument("--min-effect", type=percentage, metavar="PCT",
                    help="use PCT%% as every case's floor instead of the profile's")
     p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
     p.add_argument("--no-clock-normalization", action="store_true", help=argparse.SUPPRESS)
@@ -125,14 +107,14 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-    from perfci.compare import render as compare_render
-    from perfci.compare.verdicts import CompareOptions, compare
-    from perfci.compare.inputs import read_any
-    from perfci.compare.noise import load_profile
+    from perfci.compare.comparison import CompareOptions
+    from perfci.compare.inputs import read_any, read_profile
+    from perfci.compare.render import RENDERERS, plot
+    from perfci.compare.verdicts import compare
 
     base = read_any(args.base)
     cur = read_any(args.cur)
-    profile = load_profile(args.noise_profile) if args.noise_profile else None
+    profile = read_profile(args.noise_profile) if args.noise_profile else None
     opts = CompareOptions(alpha=args.alpha, min_effect_pct=args.min_effect, arch=args.arch,
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
@@ -140,10 +122,10 @@ def main(args) -> int:
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
-    sys.stdout.write(compare_render.RENDERERS[args.format](result))
+    sys.stdout.write(RENDERERS[args.format](result))
     if args.plot:
         try:
-            compare_render.plot(result, args.plot)
+            plot(result, args.plot)
         except (OSError, ValueError) as err:  # ValueError: a format matplotlib cannot write
             raise PerfciError(f"--plot {args.plot}: cannot write ({getattr(err, 'strerror', None) or err})") from None
     if result.regressed:
@@ -154,8 +136,9 @@ def main(args) -> int:
 
 
 def calibrate_main(args) -> int:
+    from perfci.compare.calibration import calibrate
     from perfci.compare.inputs import read_any
-    from perfci.compare.noise import calibrate, profile_to_json
+    from perfci.compare.noise import profile_to_json
     from perfci.files import atomic_write_text
 
     if len(set(map(os.path.realpath, args.runs))) != len(args.runs):

@@ -1,9 +1,13 @@
-"""Read any input ``perfci compare`` accepts: perfci CSV, FlyDSL CSV, pytest-benchmark JSON.
+"""The files ``perfci compare`` and ``perfci calibrate`` read: results and noise profiles.
 
-Dispatch is by suffix (``.json``) or, for other names, by the first character
-(``{`` means JSON). CSVs go to :func:`perfci.results.read_results`; JSON is read
-here with the same standard: every problem is one :class:`PerfciError` naming
-the file and the place (``benchmarks[3].stats.data[2]``), never a traceback.
+Results: perfci CSV, FlyDSL CSV, pytest-benchmark JSON. Dispatch is by suffix
+(``.json``) or, for other names, by the first character (``{`` means JSON).
+CSVs go to :func:`perfci.results.read_results`; JSON is read here with the same
+standard: every problem is one :class:`PerfciError` naming the file and the
+place (``benchmarks[3].stats.data[2]``), never a traceback.
+
+Noise profiles: :func:`read_profile` takes a built-in name or a JSON file from
+``perfci calibrate``; :mod:`perfci.compare.noise` stays pure.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import re
 import statistics
 from pathlib import Path
 
+from perfci.compare.noise import BUILTIN_PROFILES, NoiseProfile, profile_from_dict
 from perfci.errors import PerfciError
 from perfci.files import read_input_text
 from perfci.model import ResultRow, ResultTable
@@ -49,9 +54,7 @@ def read_pytest_benchmark(path: str) -> ResultTable:
     """
     text = read_input_text(str(path), "JSON")
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        raise PerfciError(f"{path}: line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})") from None
+        data = _parse_json(path, text, parse_constant=_reject_constant)
     except ValueError as err:  # NaN / Infinity literals
         raise PerfciError(f"{path}: {err}") from None
     if not isinstance(data, dict) or "benchmarks" not in data:
@@ -71,6 +74,14 @@ def read_pytest_benchmark(path: str) -> ResultTable:
         seen[row.key] = i
         rows.append(row)
     return ResultTable(path=path, format="pytest-benchmark", rows=tuple(rows))
+
+
+def _parse_json(path: object, text: str, **options):
+    """``json.loads``, with a syntax error as one line naming the file and the place."""
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError as err:
+        raise PerfciError(f"{path}: line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})") from None
 
 
 def _reject_constant(name: str):
@@ -125,3 +136,18 @@ def _seconds(where: str, v: object) -> float:
     if not math.isfinite(v) or v <= 0:
         raise PerfciError(f"{where}: {v!r} must be a finite time greater than zero")
     return float(v)
+
+
+def read_profile(name_or_path: str) -> NoiseProfile:
+    """A built-in noise profile by name, or a JSON file written by ``perfci calibrate``."""
+    if name_or_path in BUILTIN_PROFILES:
+        return BUILTIN_PROFILES[name_or_path]
+    path = Path(name_or_path)
+    if not path.exists():
+        raise PerfciError(f"--noise-profile {name_or_path}: neither a built-in profile "
+                          f"({', '.join(BUILTIN_PROFILES)}) nor an existing file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PerfciError(f"{path}: cannot read the noise profile ({err})") from None
+    return profile_from_dict(_parse_json(path, text), str(path))

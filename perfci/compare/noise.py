@@ -6,25 +6,23 @@ nightly CI sees. A profile supplies that missing piece as an **effect floor**:
 a case is only called regressed when its interval lies beyond the floor.
 
 Profiles live in :data:`BUILTIN_PROFILES` below (edit the numbers in place) or in
-a JSON file written by ``perfci calibrate``; ``load_profile`` takes either a
-name or a path. :func:`calibrate` re-derives a profile from A/A runs (several
-runs of the same code), so the numbers here are leads until real runs replace
-them.
+a JSON file written by ``perfci calibrate``; :func:`perfci.compare.inputs.read_profile`
+takes either a name or a path. :func:`perfci.compare.calibration.calibrate`
+re-derives a profile from A/A runs (several runs of the same code), so the
+numbers here are leads until real runs replace them.
 
-This module is pure except :func:`load_profile` / :func:`profile_to_json`,
-which touch a file or a string.
+Pure: :func:`profile_from_dict` and :func:`profile_to_json` convert between a
+profile and its JSON form; reading and writing the file happen at the edges
+(:mod:`perfci.compare.inputs`, :mod:`perfci.compare.cli`).
 """
 from __future__ import annotations
-
-from perfci.roofline import ridge_flop_per_byte
 
 import json
 import math
 from dataclasses import MISSING, asdict, dataclass, fields
-from pathlib import Path
-from typing import Sequence
 
 from perfci.errors import PerfciError
+from perfci.roofline import ridge_flop_per_byte
 
 
 def clock_exponent(arch: str, dtype: str, m: int | None, n: int | None, k: int | None,
@@ -55,6 +53,11 @@ def clock_exponent(arch: str, dtype: str, m: int | None, n: int | None, k: int |
 BAND_OCTAVES = 1.5
 # Clock exponents strictly inside (BAND_LOW, BAND_HIGH) are "transition band".
 BAND_LOW, BAND_HIGH = 0.0, 1.0
+
+
+def in_transition_band(exponent: float | None) -> bool:
+    """Whether a case is limited by both compute and memory (gets the band floors)."""
+    return exponent is not None and BAND_LOW < exponent < BAND_HIGH
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class NoiseProfile:
 
     def floor_for(self, exponent: float | None, clocked: bool, base_us: float | None = None) -> float:
         """Floor in percent for a case of this clock exponent and base time."""
-        band = exponent is not None and BAND_LOW < exponent < BAND_HIGH
+        band = in_transition_band(exponent)
         if clocked:
             pct = self.band_floor_pct if band else self.floor_pct
         else:
@@ -111,7 +114,7 @@ class NoiseProfile:
 
 BUILTIN_PROFILES: dict[str, NoiseProfile] = {
     # gfx950 (MI355X): nightly runners swing ±14% in clock between runs. LEADS:
-    # `noise.calibrate` on 12 simulated A/A runs (perfci.compare.simulate defaults: ±14%
+    # `perfci calibrate` on 12 simulated A/A runs (perfci.compare.simulate defaults: ±14%
     # swing, 1.5% repeat clock jitter, 0.4% per-case run noise) gave q99 |residual|
     # 1.6% pure / 5.6% band with clocks, 2.1% / 6.3% without; x1.25 margin.
     # Without clocks the suite's split common mode absorbs the swing; with too
@@ -163,24 +166,8 @@ def profile_for_arch(arch: str) -> NoiseProfile:
     return BUILTIN_PROFILES.get(arch, BUILTIN_PROFILES["generic"])
 
 
-def load_profile(name_or_path: str) -> NoiseProfile:
-    """A built-in profile by name, or a JSON file written by ``perfci calibrate``."""
-    if name_or_path in BUILTIN_PROFILES:
-        return BUILTIN_PROFILES[name_or_path]
-    path = Path(name_or_path)
-    if not path.exists():
-        raise PerfciError(f"--noise-profile {name_or_path}: neither a built-in profile "
-                          f"({', '.join(BUILTIN_PROFILES)}) nor an existing file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise PerfciError(f"{path}: cannot read the noise profile ({err})") from None
-    except json.JSONDecodeError as err:
-        raise PerfciError(f"{path}: line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})") from None
-    return profile_from_dict(data, str(path))
-
-
 def profile_from_dict(data: object, where: str) -> NoiseProfile:
+    """A profile from its parsed JSON; ``where`` names the source in each error."""
     if not isinstance(data, dict):
         raise PerfciError(f"{where}: a noise profile must be a JSON object")
     values: dict[str, object] = {}
@@ -203,151 +190,8 @@ def profile_from_dict(data: object, where: str) -> NoiseProfile:
 
 
 def profile_to_json(profile: NoiseProfile, extra: dict | None = None) -> str:
+    """The JSON text ``perfci calibrate`` writes; ``extra`` goes under "calibration"."""
     data = asdict(profile)
     if extra:
         data["calibration"] = extra
     return json.dumps(data, indent=2) + "\n"
-
-
-# --------------------------------------------------------------------------- calibrate
-
-# Why q99 x 1.25: a case is flagged when the *lower* end of its interval passes
-# the floor, so the floor must sit above nearly all A/A residuals of 60 cases at
-# once; 1.25 is the margin that kept simulated whole-suite A/A false alarms
-# under 1% (benchmarks/compare_validation.py), with at least 5 runs.
-CALIBRATE_QUANTILE = 0.99
-CALIBRATE_MARGIN = 1.25
-MIN_FLOOR_PCT = 0.5  # below this the floor is finer than any repeat interval is
-# Cases at least this long set the relative floors, when a class has enough of
-# them; the shorter cases' excess over those floors sets floor_us. On the H200
-# the |residual| q99 of calm A/A pairs fell from 6.2% under 15 us to 2.4% at
-# 100 us and over (benchmarks/results/h200-2026-11-29b).
-LONG_US = 100.0
-MIN_LONG_RESIDUALS = 20
-
-
-@dataclass(frozen=True)
-class Calibration:
-    profile: NoiseProfile
-    n_runs: int
-    n_pairs: int
-    n_residuals: int
-    q99_pct: dict  # "clocked"/"unclocked" x "pure"/"band" -> q99 of |residual| in percent
-    max_suite_shift_pct: float
-    n_disturbed: int = 0  # case pairs left out: one run's repeats scattered (compare's guard)
-    floor_us: float = 0.0
-
-
-def calibrate(tables: Sequence, arch: str | None = None, name: str | None = None) -> Calibration:
-    """Re-derive a profile from A/A runs: several runs of the same code and suite.
-
-    For every pair of runs, each case's log ratio is computed exactly as
-    ``perfci compare`` does (with and without clock normalization, common mode
-    removed). Pairs where one run's repeats of the case scattered (compare never
-    judges those; see ``perfci.compare.verdicts._disturbed_side``) are left out and counted.
-    Each relative floor is ``CALIBRATE_MARGIN`` times the 99th percentile of
-    the |residuals| of its class (pure vs transition band), taken over the cases
-    of ``LONG_US`` or more when the class has ``MIN_LONG_RESIDUALS`` of them;
-    then ``floor_us`` is the same margin times the 99th percentile of what the
-    shorter cases exceed that floor by, in microseconds. The suite floor is the
-    largest common-mode shift seen between two runs, with the same margin.
-    Classes without data keep the built-in profile's value for the arch (a
-    note in ``source`` names them).
-
-    Args:
-        tables: ResultTables of the A/A runs (at least 2; 5 or more advised).
-        arch: the device arch; read from the rows when not given.
-    Returns:
-        A :class:`Calibration` whose ``profile`` can be saved as JSON.
-    """
-    import numpy as np
-
-    from perfci.compare.verdicts import CompareOptions, pair_residuals
-
-    if len(tables) < 2:
-        raise PerfciError("calibrate needs at least two A/A runs of the same suite")
-    if arch is None:
-        archs = {r.arch for t in tables for r in t.rows if r.arch}
-        arch = archs.pop() if len(archs) == 1 else ""
-    builtin = profile_for_arch(arch)
-    # (|log residual|, base time in us) per class
-    pools: dict[tuple[str, str], list[tuple[float, float]]] = {
-        (c, b): [] for c in ("clocked", "unclocked") for b in ("pure", "band")}
-    suite: list[float] = []
-    n_pairs = n_res = n_disturbed = 0
-    for i in range(len(tables)):
-        for j in range(i + 1, len(tables)):
-            n_pairs += 1
-            for mode, opts in (("clocked", CompareOptions(arch=arch or None)),
-                               ("unclocked", CompareOptions(arch=arch or None, clock_normalize=False))):
-                residuals = pair_residuals(tables[i], tables[j], arch, opts)
-                if residuals and all(r.log_shift == 0.0 for r in residuals):
-                    raise PerfciError(f"calibrate: {tables[i].path} and {tables[j].path} hold the same "
-                                      f"numbers; A/A needs separate runs")
-                for r in residuals:
-                    if mode == "clocked" and not r.clocked:
-                        continue
-                    n_res += mode == "unclocked"
-                    if r.disturbed:
-                        n_disturbed += mode == "unclocked"
-                        continue
-                    band = r.exponent is not None and BAND_LOW < r.exponent < BAND_HIGH
-                    pools[(mode, "band" if band else "pure")].append((abs(r.log_shift), r.base_us))
-            suite.append(_suite_shift(tables[i], tables[j], arch))
-    if not n_res:
-        raise PerfciError("calibrate: the runs share no case that is ok in both")
-    if n_disturbed == n_res:
-        raise PerfciError(f"calibrate: every one of the {n_res} case pairs had a run whose repeats "
-                          f"scattered; measure again on a quieter machine")
-
-    def relative_q(values: list[tuple[float, float]]) -> tuple[float | None, bool]:
-        """q99 of |residual| (log), and whether it came from the long cases alone."""
-        if not values:
-            return None, False
-        long = [v for v, us in values if us >= LONG_US]
-        if len(long) >= MIN_LONG_RESIDUALS and len(long) < len(values):
-            return float(np.quantile(long, CALIBRATE_QUANTILE)), True
-        return float(np.quantile([v for v, _ in values], CALIBRATE_QUANTILE)), False
-
-    rel = {key: relative_q(v) for key, v in pools.items()}
-    q99 = {f"{c}_{b}": (round(100.0 * math.expm1(rel[(c, b)][0]), 3) if rel[(c, b)][0] is not None else None)
-           for (c, b) in pools}
-
-    # The absolute part, from the short cases of the mode compare will mostly use.
-    mode = "clocked" if pools[("clocked", "pure")] or pools[("clocked", "band")] else "unclocked"
-    excess_us = [max(0.0, v - rel[(mode, b)][0]) * us
-                 for b in ("pure", "band") if rel[(mode, b)][1]
-                 for v, us in pools[(mode, b)] if us < LONG_US]
-    floor_us = round(CALIBRATE_MARGIN * float(np.quantile(excess_us, CALIBRATE_QUANTILE)), 3) if excess_us else 0.0
-
-    def floor(key: str, fallback: float) -> float:
-        q = q99[key]
-        return round(max(MIN_FLOOR_PCT, q * CALIBRATE_MARGIN), 2) if q is not None else fallback
-
-    f_pure = floor("clocked_pure", floor("unclocked_pure", builtin.floor_pct))
-    f_upure = max(f_pure, floor("unclocked_pure", builtin.unclocked_floor_pct))
-    f_band = max(f_pure, floor("clocked_band", floor("unclocked_band", builtin.band_floor_pct)))
-    f_uband = max(f_band, floor("unclocked_band", builtin.unclocked_band_floor_pct))
-    suite_pct = round(max(MIN_FLOOR_PCT, 100.0 * math.expm1(max(suite)) * CALIBRATE_MARGIN, f_pure), 2)
-    missing = [k for k, v in q99.items() if v is None]
-    profile = NoiseProfile(
-        name=name or (arch or "calibrated"), arch=arch,
-        floor_pct=f_pure, unclocked_floor_pct=f_upure,
-        band_floor_pct=f_band, unclocked_band_floor_pct=f_uband,
-        clock_swing_pct=builtin.clock_swing_pct, suite_floor_pct=suite_pct,
-        source=(f"perfci calibrate: {len(tables)} A/A runs, {n_pairs} pairs, {n_res} residuals"
-                + (f" ({n_disturbed} from a disturbed run left out)" if n_disturbed else "")
-                + f"; floor = {CALIBRATE_MARGIN} x q{int(CALIBRATE_QUANTILE * 100)} |residual|"
-                + (f" of cases >= {LONG_US:g} us, plus {floor_us:g} us" if floor_us else "")
-                + (f"; no data for {', '.join(missing)} (fallback values)" if missing else "")),
-        floor_us=floor_us,
-    )
-    return Calibration(profile, len(tables), n_pairs, n_res, q99,
-                       round(100.0 * math.expm1(max(suite)), 3), n_disturbed, floor_us)
-
-
-def _suite_shift(a, b, arch: str) -> float:
-    from perfci.compare.verdicts import CompareOptions, suite_common_mode
-
-    cm = suite_common_mode(a, b, arch, CompareOptions(arch=arch or None))
-    return max(abs(cm.memory), abs(cm.memory + cm.clock))

@@ -1,4 +1,4 @@
-"""Renderers for a :class:`perfci.compare.verdicts.Comparison`: each returns text, none prints.
+"""Renderers for a :class:`perfci.compare.comparison.Comparison`: each returns text, none prints.
 
 ``table`` (terminal), ``markdown`` (GitHub step summary / PR comment), ``json``
 and ``csv``; :func:`plot` writes a forest plot PNG with matplotlib's Agg backend.
@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import asdict
 
-from perfci.compare.verdicts import CaseComparison, Comparison
+from perfci.compare.comparison import CaseComparison, Comparison
 
 MARK = {"regressed": "!!", "broken": "XX", "improved": "++", "inconclusive": "??",
         "unchanged": "~", "fixed": "ok", "skipped": "-", "added": "+", "removed": "-"}

@@ -27,9 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, shape_key
+from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable, shape_key
+from perfci.results import render_rows_csv
 from perfci.roofline import ceiling_for
-from perfci.model import ResultRow, ResultTable
 
 # (N, K) of typical LLM projections; M sweeps decode (memory-bound) to prefill.
 _NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (8192, 28672))
@@ -145,8 +145,6 @@ def without_clocks(table: ResultTable) -> ResultTable:
 
 def to_csv_text(table: ResultTable) -> str:
     """A simulated run as a perfci results CSV (for tests and demos)."""
-    from perfci.results import render_rows_csv
-
     def cells(r: ResultRow) -> dict[str, str]:
         return {
             "kernel": r.kernel, "shape": r.shape, "dtype": r.dtype,

@@ -1,7 +1,8 @@
 """The verdicts of ``perfci compare``: two result tables in, a frozen Comparison out.
 
-Pure: no printing, no files. Renderers (:mod:`perfci.compare.render`) and the
-command line (:mod:`perfci.compare.cli`) sit on top.
+Pure: no printing, no files. What comes out is defined in
+:mod:`perfci.compare.comparison`; renderers (:mod:`perfci.compare.render`) and
+the command line (:mod:`perfci.compare.cli`) sit on top.
 
 How a case is judged
 --------------------
@@ -44,117 +45,18 @@ regression.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from perfci import stats
-from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES
+from perfci.compare.comparison import (SEVERITY, CaseComparison, CompareOptions, Comparison, SuiteShift,
+                                       summarize)
 from perfci.compare.noise import NoiseProfile, clock_exponent, profile_for_arch
-from perfci.model import ResultRow, ResultTable
+from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
 
-VERDICTS = ("broken", "regressed", "inconclusive", "improved", "unchanged",
-            "fixed", "skipped", "added", "removed")
-# Order for "worst first": a broken kernel is worse than a slow one.
-SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
 FAILED = ("fail", "error", "timeout")
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    alpha: float = 0.05  # false discovery rate across the suite
-    confidence: float = 0.95  # level of each case's interval
-    min_effect_pct: float | None = None  # overrides the profile's floor for every case
-    clock_normalize: bool = True
-    common_mode: bool = True
-    use_floor: bool = True
-    fdr: bool = True  # Benjamini–Hochberg; off only for ablations
-    arch: str | None = None  # overrides the arch read from the files
-    min_common_mode_cases: int = 6
-    # A run whose repeats of a case spread this much (robust sd of log time, in
-    # percent) while the other run's are `disturbed_ratio` times tighter was
-    # disturbed during that case: no regressed/improved verdict rests on it.
-    # None turns the guard off (ablations).
-    disturbed_spread_pct: float | None = 5.0
-    disturbed_ratio: float = 3.0
-
-
-@dataclass(frozen=True)
-class CaseComparison:
-    kernel: str
-    shape: str
-    dtype: str
-    verdict: str
-    reason: str = ""
-    base_us: float | None = None  # medians of the repeats, raw time
-    cur_us: float | None = None
-    ratio: float | None = None  # raw cur/base of medians (>1 slower)
-    adj_ratio: float | None = None  # judged: clock-normalized, common mode removed (HL)
-    ci_low: float | None = None  # interval of adj_ratio
-    ci_high: float | None = None
-    p_value: float | None = None  # MWU, None when not tested
-    q_value: float | None = None  # after Benjamini–Hochberg
-    floor_pct: float | None = None
-    n_base: int = 0
-    n_cur: int = 0
-    clock_exponent: float | None = None
-    clock_normalized: bool = False
-    weight: float = 1.0
-    base_status: str = ""
-    cur_status: str = ""
-    spread_base_pct: float | None = None  # robust sd of the repeats (judged space), percent
-    spread_cur_pct: float | None = None
-    disturbed: str = ""  # "base" or "cur": that run scattered, so no regressed/improved verdict
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.kernel, self.shape, self.dtype)
-
-
-@dataclass(frozen=True)
-class SuiteShift:
-    memory_pct: float  # common-mode shift of memory-bound cases, percent
-    compute_pct: float  # of compute-bound cases (cycles when clock-normalized)
-    overall_pct: float
-    method: str  # split | pooled | none
-    clock_normalized: bool
-    verdict: str  # regressed | improved | unchanged | inconclusive | n/a
-    floor_pct: float
-
-
-@dataclass(frozen=True)
-class Summary:
-    counts: dict[str, int]
-    n_compared: int
-    geomean_ratio: float | None  # raw cur/base
-    geomean_adj_ratio: float | None
-    weighted_speedup: float | None  # Σw / Σ(w/s), w = weight·base time, s = base/cur
-    worst: tuple[tuple[str, str, str], ...]  # regressed/broken cases, worst first
-
-
-@dataclass(frozen=True)
-class Comparison:
-    base_path: str
-    cur_path: str
-    arch: str
-    profile: NoiseProfile
-    options: CompareOptions
-    cases: tuple[CaseComparison, ...]
-    suite: SuiteShift
-    summary: Summary
-    threshold_only: bool
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def regressed(self) -> bool:
-        return (any(c.verdict in ("regressed", "broken") for c in self.cases)
-                or self.suite.verdict == "regressed")
-
-    @property
-    def inconclusive(self) -> bool:
-        return (any(c.verdict == "inconclusive" for c in self.cases)
-                or self.suite.verdict == "inconclusive")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -378,7 +280,7 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
                          f"scattered (a disturbed run looks like this; so would a change that makes "
                          f"a kernel both slower and erratic, which --strict turns into exit 3); "
                          f"{advice}: {names}")
-    summary = _summary(cases)
+    summary = summarize(cases)
     return Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
                       threshold_only, tuple(notes))
 
@@ -561,20 +463,3 @@ def _typical_n(prepared) -> tuple[int, int]:
     if not prepared:
         return (0, 0)
     return (int(np.median([p.lb.size for p in prepared])), int(np.median([p.lc.size for p in prepared])))
-
-
-def _summary(cases: Sequence[CaseComparison]) -> Summary:
-    counts = {v: 0 for v in VERDICTS}
-    for c in cases:
-        counts[c.verdict] += 1
-    timed = [c for c in cases if c.ratio is not None]
-    geo = math.exp(float(np.mean([math.log(c.ratio) for c in timed]))) if timed else None
-    adj = [c.adj_ratio for c in timed if c.adj_ratio is not None]
-    geo_adj = math.exp(float(np.mean(np.log(adj)))) if adj else None
-    # Σw / Σ(w/s) with w = weight·base and s = base/cur is Σ weight·base / Σ weight·cur:
-    # the speedup of the weighted total time, which a few big cases dominate on purpose.
-    num = sum(c.weight * c.base_us for c in timed)
-    den = sum(c.weight * c.cur_us for c in timed)
-    speedup = num / den if timed and den > 0 else None
-    worst = tuple(c.key for c in cases if c.verdict in ("broken", "regressed"))
-    return Summary(counts, len(timed), geo, geo_adj, speedup, worst)

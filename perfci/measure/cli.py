@@ -4,8 +4,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 
-from perfci.errors import PerfciError
+from perfci.console import Console
+from perfci.errors import EXIT_OK, EXIT_REGRESSION, PerfciError
+from perfci.files import check_writable
+from perfci.measure.render import progress_line
+from perfci.model import CaseResult
 
 DESCRIPTION = """\
 Measure every case of SUITE, each in its own process, and write one CSV row per
@@ -39,7 +44,7 @@ def add_parser(subparsers) -> None:
         "run", help="measure a suite into a results CSV", description=DESCRIPTION,
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("suite", metavar="SUITE", help="built-in suite (smoke, decode, prefill) or a .toml path")
-    p.add_argument("--out", "-o", metavar="CSV", required=True, help="results CSV to write")
+    p.add_argument("--out", "-o", metavar="CSV", help="results CSV to write (required unless --list)")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="cuda means the first visible GPU (NVIDIA or ROCm); auto picks it when present "
                         "(default: auto)")
@@ -64,9 +69,20 @@ def add_parser(subparsers) -> None:
                         "profiler (CUPTI / roctracer); about 4x slower to run, and under a power cap "
                         "its sparser launches raise the clock. Compare runs of the same timer "
                         "(default: events)")
-    p.add_argument("--isolation", choices=("fork", "spawn"), default="fork",
-                   help="fork: each case is a process forked from a server that imported torch once "
-                        "(fast); spawn: each case starts a new interpreter (default: fork)")
+    p.add_argument("--isolation", choices=("shared", "fork", "spawn"), default="shared",
+                   help="shared: one worker process imports torch and opens the device once, then "
+                        "measures the cases in turn; a case that crashes, hangs or errors costs only "
+                        "that worker, and the next case gets a fresh one. fork: a fresh process per "
+                        "case, forked from a server that imported torch once. spawn: a new "
+                        "interpreter per case (default: shared)")
+    p.add_argument("--gate", choices=("spin", "none"), default="spin",
+                   help="GPU only. spin: hold the GPU with a gate kernel while each repeat's launches "
+                        "are enqueued, so host time never enters a measurement; none: launch as they "
+                        "are enqueued (the stalls column then says when the host fell behind) "
+                        "(default: spin)")
+    p.add_argument("--poll-ms", type=float, default=10.0, metavar="MS",
+                   help="telemetry polling interval (power, temperature, throttling; the clock where "
+                        "the device's counters cannot give it); 0 reads once per repeat (default: 10)")
     p.add_argument("--seed", type=int, help="input seed (default: a fresh one per case)")
     p.add_argument("--format", choices=("table", "markdown", "json", "none"), default="table",
                    help="what to print on stdout at the end (default: table)")
@@ -74,7 +90,8 @@ def add_parser(subparsers) -> None:
                    help="also write per-case details as JSON lines: every launch's time, warm-up, "
                         "time spent per phase, launch mode, flush size")
     p.add_argument("--list", action="store_true", help="list the selected cases and exit")
-    p.set_defaults(handler=main)
+    # worker: the command that starts a case's process (a seam for the fault tests, no option)
+    p.set_defaults(handler=main, worker=None)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -87,9 +104,10 @@ def main(args: argparse.Namespace) -> int:
         raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
     if args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
-    from perfci.files import check_writable
-
-    check_writable(args.out)
+    if args.out is None and not args.list:
+        raise PerfciError("--out CSV is required (where the results go)")
+    if args.out is not None:
+        check_writable(args.out)
     root = project_root()
     suite = load_suite(args.suite, root)
     shard = parse_shard(args.shard) if args.shard else None
@@ -99,42 +117,48 @@ def main(args: argparse.Namespace) -> int:
     if args.list:
         for case in cases:
             print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
-        return 0
+        return EXIT_OK
 
-    from perfci.measure.runner import RunOptions, resolve_device
+    from perfci.measure.runner import CaseRunner, RunOptions
 
-    device = resolve_device(args.device)
-    if device not in suite.devices:
-        raise PerfciError(f"suite '{suite.name}' is sized for {', '.join(suite.devices)}, and no GPU "
-                          f"is in use here; run 'perfci run smoke' on the CPU, or use a GPU")
-    options = RunOptions(device=device, iters=args.iters, repeats=args.repeats,
-                         timeout_s=args.timeout, launch=args.launch, seed=args.seed,
-                         timer=args.timer,
-                         fork=args.isolation == "fork" and hasattr(os, "fork"),
-                         warmup_min_s=0.3 if device == "cuda" else 0.05,
-                         warmup_max_s=1.5 if device == "cuda" else 0.5)
-    rows = _measure(suite.name, cases, options, root, args.out, args.log_json)
-    _print_summary(rows, suite.name, args.format, args.out)
-    bad = [r for r in rows if r["status"] in ("fail", "error", "timeout")]
-    return 1 if bad else 0
+    if not (args.poll_ms >= 0 and args.poll_ms < 10_000):
+        raise PerfciError(f"--poll-ms {args.poll_ms}: use 0 (once per repeat) up to a few hundred ms")
+    isolation = args.isolation if hasattr(os, "fork") or args.isolation != "fork" else "spawn"
+    options = RunOptions(iters=args.iters, repeats=args.repeats, timeout_s=args.timeout, launch=args.launch,
+                         seed=args.seed, timer=args.timer, gate=args.gate, poll_s=args.poll_ms / 1000.0,
+                         isolation=isolation, **({"worker": tuple(args.worker)} if args.worker else {}))
+    with CaseRunner(options, root) as runner:
+        device = runner.resolve_device(args.device)
+        if device not in suite.devices:
+            raise PerfciError(f"suite '{suite.name}' is sized for {', '.join(suite.devices)}, and no GPU "
+                              f"is in use here; run 'perfci run smoke' on the CPU, or use a GPU")
+        runner.options = replace(options, device=device,
+                                 warmup_min_s=0.1 if device == "cuda" else 0.05,
+                                 warmup_max_s=1.5 if device == "cuda" else 0.5)
+        results, env = _measure(runner, suite.name, cases, args.out, args.log_json)
+    _print_summary(results, env, suite.name, args.format, args.out)
+    broken = [r for r in results if r.status in ("fail", "error", "timeout")]
+    return EXIT_REGRESSION if broken else EXIT_OK
 
 
-def _measure(suite_name, cases, options, root, out_path, log_path=None) -> list[dict[str, str]]:
+def _measure(runner, suite_name, cases, out_path, log_path=None):
+    """Run the cases; the CSV is rewritten after each one. Returns (results, environment)."""
     import json
 
+    from perfci.measure.runner import fallback_environment, gpu_lock
     from perfci.model import Environment
     from perfci.results import result_to_row, write_results
     from perfci.roofline import ceiling_for
-    from perfci.measure.runner import fallback_environment, gpu_lock, run_cases
 
+    results: list[CaseResult] = []
     rows: list[dict[str, str]] = []
     env_holder: dict[str, Environment] = {}
     if log_path:
         open(log_path, "w").close()  # one run per log, not an accumulation
-    progress = _Progress(len(cases))
+    console = Console(total=len(cases))
 
     def on_start(index, spec):
-        progress.start(index, f"{spec.label} {spec.shape} {spec.dtype}")
+        console.describe(f"{spec.label} {spec.shape} {spec.dtype}")
 
     def on_done(index, result, raw):
         env = env_holder.get("env")
@@ -144,77 +168,32 @@ def _measure(suite_name, cases, options, root, out_path, log_path=None) -> list[
             env = fallback_environment(options.device)
         peaks = ceiling_for(env.arch, result.spec.dtype)
         row = result_to_row(result, env, suite_name, *(peaks or (None, None)))
+        results.append(result)
         rows.append(row)
         write_results(out_path, rows)  # after every case: an interrupted run keeps what it measured
         if log_path:
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps({"kernel": row["kernel"], "shape": row["shape"], "dtype": row["dtype"],
                                       **{k: v for k, v in raw.items() if k != "env"}}) + "\n")
-        progress.done(index, row)
+        console.line(progress_line(index, len(cases), result))
+        console.advance()
 
-    lock = gpu_lock(options.lock_timeout_s, progress.note) if options.device == "cuda" else None
+    options = runner.options
+    lock = gpu_lock(options.lock_timeout_s, console.note) if options.device == "cuda" else None
     try:
-        run_cases(cases, options, options.device, root, on_done, on_start)
+        runner.run(cases, on_done, on_start)
     finally:
-        progress.close()
+        console.close()
         if lock is not None:
             lock.release()
-    return rows
+    env = env_holder.get("env") or fallback_environment(options.device)
+    return results, env
 
 
-def _print_summary(rows, suite_name, fmt, out_path) -> None:
-    from perfci.measure.render import render_json, render_markdown, render_table, summarize
+def _print_summary(results, env, suite_name, fmt, out_path) -> None:
+    from perfci.measure.render import RENDERERS, status_counts
 
-    summary = summarize(rows)
-    if fmt == "table":
-        sys.stdout.write(render_table(rows, title=f"perfci run {suite_name}"))
-    elif fmt == "markdown":
-        sys.stdout.write(render_markdown(rows, title=f"perfci run {suite_name}"))
-    elif fmt == "json":
-        sys.stdout.write(render_json(rows, summary))
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary["status"].items()))
-    print(f"{len(rows)} cases: {counts}; wrote {out_path}", file=sys.stderr)
-
-
-class _Progress:
-    """A live bar on a terminal; one plain line per case in CI logs."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.live = sys.stderr.isatty()
-        self._bar = None
-        if self.live:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-            from rich.console import Console
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TimeRemainingColumn(),
-                                 console=Console(stderr=True), transient=True)
-            self._task = self._bar.add_task("starting", total=total)
-            self._bar.start()
-
-    def note(self, text: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(text)
-        else:
-            print(text, file=sys.stderr, flush=True)
-
-    def start(self, index: int, label: str) -> None:
-        if self._bar is not None:
-            self._bar.update(self._task, description=label)
-
-    def done(self, index: int, row: dict[str, str]) -> None:
-        value = f"{row['median_us']} µs" if row.get("median_us") else row["status"]
-        line = f"[{index + 1}/{self.total}] {row['kernel']} {row['shape']} {row['dtype']}: {value}"
-        if row["status"] != "ok":
-            line += f" ({row['status']}: {row.get('message', '')[:120]})"
-        if self._bar is not None:
-            self._bar.console.print(line)
-            self._bar.advance(self._task)
-        else:
-            print(line, file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+    if fmt != "none":
+        sys.stdout.write(RENDERERS[fmt](results, env, suite_name))
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(status_counts(results).items()))
+    print(f"{len(results)} cases: {counts}; wrote {out_path}", file=sys.stderr)

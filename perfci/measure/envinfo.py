@@ -16,7 +16,7 @@ import subprocess
 from typing import Any
 
 from perfci.measure.devices import normalize_gcn_arch, physical_device, sm_arch
-from perfci.measure.telemetry.amd import parse_amdsmi_static_asic
+from perfci.measure.telemetry.amd_parsers import parse_amdsmi_static_asic
 from perfci.model import Environment
 
 SUBPROCESS_TIMEOUT_S = 10.0

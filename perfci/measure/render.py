@@ -1,4 +1,9 @@
-"""Renderers for ``perfci run``: flattened result rows in, text out."""
+"""Renderers for ``perfci run``: measured results in, text out.
+
+Each renderer takes the run's :class:`~perfci.model.CaseResult` values, its
+:class:`~perfci.model.Environment` and the suite name, and returns text; none
+prints. JSON carries the same cells the results CSV does.
+"""
 from __future__ import annotations
 
 import io
@@ -6,62 +11,87 @@ import json
 import statistics
 from typing import Sequence
 
+from perfci.model import CaseResult, Environment
+from perfci.results import result_to_row
+from perfci.roofline import ceiling_for, throughput
+
 HEADERS = ("kernel", "shape", "dtype", "µs", "spread", "TFLOP/s", "TB/s", "% roof", "MHz", "status")
+NUMERIC = ("µs", "spread", "TFLOP/s", "TB/s", "% roof", "MHz")
 
 
-def _spread(row: dict[str, str]) -> str:
+def _spread(result: CaseResult) -> str:
     """(max - min) / median of the repeat medians: how much the repeats agree."""
-    reps = [float(v) for v in row.get("repeats_us", "").split(";") if v]
-    if len(reps) < 2 or not row.get("median_us"):
+    reps = [r.median_us for r in result.repeats]
+    median = result.median_us
+    if len(reps) < 2 or not median:
         return ""
-    return f"±{50.0 * (max(reps) - min(reps)) / float(row['median_us']):.1f}%"
+    return f"±{50.0 * (max(reps) - min(reps)) / median:.1f}%"
 
 
-def _clock(row: dict[str, str]) -> str:
-    clocks = [float(v) for v in row.get("sclk_mhz", "").split(";") if v]
+def _clock(result: CaseResult) -> str:
+    clocks = [r.sclk_mhz for r in result.repeats if r.sclk_mhz is not None]
     return f"{statistics.median(clocks):.0f}" if clocks else ""
 
 
-def table_cells(row: dict[str, str]) -> tuple[str, ...]:
-    status = row["status"]
-    if status != "ok" and row.get("message"):
-        status = f"{status}: {row['message'][:70]}"
-    return (row["kernel"], row["shape"], row["dtype"], row.get("median_us", ""), _spread(row),
-            row.get("tflops", ""), row.get("tbps", ""), row.get("roofline_pct", ""), _clock(row), status)
+def table_cells(result: CaseResult, arch: str) -> tuple[str, ...]:
+    spec, median = result.spec, result.median_us
+    status = result.status
+    if status != "ok" and result.message:
+        status = f"{status}: {' '.join(result.message.split())[:70]}"
+    if not median:
+        return (spec.label, spec.shape, spec.dtype, "", "", "", "", "", _clock(result), status)
+    tp = throughput(spec, median, ceiling_for(arch, spec.dtype))
+    roof = "" if tp.roofline_pct is None else f"{tp.roofline_pct:.1f}"
+    return (spec.label, spec.shape, spec.dtype, f"{median:.4f}", _spread(result), f"{tp.tflops:.3f}",
+            f"{tp.tbps:.4f}", roof, _clock(result), status)
 
 
-def render_table(rows: Sequence[dict[str, str]], title: str = "", width: int = 160) -> str:
+def render_table(results: Sequence[CaseResult], env: Environment, suite: str, width: int = 160) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title or None, show_edge=False, pad_edge=False)
+    table = Table(title=f"perfci run {suite}", show_edge=False, pad_edge=False)
     for header in HEADERS:
-        numeric = header in ("µs", "spread", "TFLOP/s", "TB/s", "% roof", "MHz")
-        table.add_column(header, justify="right" if numeric else "left", overflow="fold")
-    for row in rows:
-        table.add_row(*table_cells(row))
+        table.add_column(header, justify="right" if header in NUMERIC else "left", overflow="fold")
+    for result in results:
+        table.add_row(*table_cells(result, env.arch))
     buf = io.StringIO()
     Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     return buf.getvalue()
 
 
-def render_markdown(rows: Sequence[dict[str, str]], title: str = "") -> str:
-    lines = [f"### {title}", ""] if title else []
+def render_markdown(results: Sequence[CaseResult], env: Environment, suite: str) -> str:
+    lines = [f"### perfci run {suite}", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
-    lines.append("|" + "|".join("---:" if h not in ("kernel", "shape", "dtype", "status") else "---"
-                                for h in HEADERS) + "|")
-    for row in rows:
-        cells = [c.replace("|", "\\|") for c in table_cells(row)]
+    lines.append("|" + "|".join("---:" if h in NUMERIC else "---" for h in HEADERS) + "|")
+    for result in results:
+        cells = [c.replace("|", "\\|") for c in table_cells(result, env.arch)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def render_json(rows: Sequence[dict[str, str]], summary: dict) -> str:
-    return json.dumps({"summary": summary, "cases": list(rows)}, indent=2) + "\n"
+def render_json(results: Sequence[CaseResult], env: Environment, suite: str) -> str:
+    rows = [result_to_row(r, env, suite, *(ceiling_for(env.arch, r.spec.dtype) or (None, None)))
+            for r in results]
+    summary = {"cases": len(results), "status": status_counts(results)}
+    return json.dumps({"summary": summary, "cases": rows}, indent=2) + "\n"
 
 
-def summarize(rows: Sequence[dict[str, str]]) -> dict:
+RENDERERS = {"table": render_table, "markdown": render_markdown, "json": render_json}
+
+
+def status_counts(results: Sequence[CaseResult]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["status"]] = counts.get(row["status"], 0) + 1
-    return {"cases": len(rows), "status": counts}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    return counts
+
+
+def progress_line(index: int, total: int, result: CaseResult) -> str:
+    """One line per finished case, as a CI log shows it."""
+    spec, median = result.spec, result.median_us
+    line = f"[{index + 1}/{total}] {spec.label} {spec.shape} {spec.dtype}: "
+    line += f"{median:.4f} µs" if median else result.status
+    if result.status != "ok":
+        line += f" ({result.status}: {' '.join(result.message.split())[:120]})"
+    return line

@@ -1,8 +1,19 @@
-"""Run a suite: one isolated worker process per case, under a per-GPU lock.
+"""Run a suite's cases in worker processes, under a per-GPU lock.
 
-This is the IO edge of ``perfci run``: processes, files, the lock and the
-progress display live here; what a case *is* and how it is timed live in
-:mod:`perfci.model`, :mod:`perfci.measure.worker` and :mod:`perfci.measure.timing`.
+This is the IO edge of ``perfci run``: processes, files and the lock live here;
+what a case *is* and how it is timed live in :mod:`perfci.model`,
+:mod:`perfci.measure.worker` and :mod:`perfci.measure.timing`.
+
+Isolation, chosen per run (``--isolation``):
+
+* ``shared`` (default): one worker process imports torch, creates the device
+  context once and measures the cases one after another. A case that crashes,
+  hangs or errors takes only that worker down; the next case gets a fresh one.
+  Per-process start-up (torch, the device context, cuBLAS, Triton's loader) is
+  paid once, not per case.
+* ``fork``: the worker imports torch once and forks a fresh process per case,
+  which creates its own device context: no state at all carries between cases.
+* ``spawn``: a new interpreter per case.
 """
 from __future__ import annotations
 
@@ -33,28 +44,19 @@ class RunOptions:
     timeout_s: float = 600.0
     launch: str = "eager"  # eager | graph
     timer: str = "events"  # events | profiler (GPU only; the CPU uses the host clock)
+    gate: str = "spin"  # spin: hold the GPU while each repeat is enqueued; none: launch as enqueued
+    poll_s: float = 0.01  # telemetry polling interval; 0 polls once per repeat
     seed: int | None = None
     warmup_min_s: float = 0.3
     warmup_max_s: float = 3.0
     lock_timeout_s: float = 3600.0
-    fork: bool = True  # fork each case from a server that imported torch once (Linux)
+    isolation: str = "shared"  # shared | fork | spawn (see the module docstring)
+    # The command that starts a case's process; the tests start one that injects faults.
+    worker: tuple[str, ...] = (sys.executable, "-m", "perfci.measure.worker")
 
 
-def resolve_device(requested: str) -> str:
-    if requested in ("cuda", "cpu"):
-        if requested == "cuda" and not _gpu_available():
-            raise PerfciError("--device cuda: no GPU is visible (check CUDA_VISIBLE_DEVICES / "
-                              "HIP_VISIBLE_DEVICES and that torch was built for your GPU)")
-        return requested
-    return "cuda" if _gpu_available() else "cpu"
-
-
-def _gpu_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        raise PerfciError("torch is not installed; see README for the CUDA and ROCm installs") from None
-    return bool(torch.cuda.is_available())
+ISOLATIONS = ("shared", "fork", "spawn")
+SERVER_START_TIMEOUT_S = 300.0  # importing torch can take long on a cold disk
 
 
 def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
@@ -84,7 +86,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
     return lock  # acquired: the caller releases it
 
 
-def _worker_env(root: Path, device: str) -> dict[str, str]:
+def _worker_env(root: Path, device: str | None) -> dict[str, str]:
     env = dict(os.environ)
     # Kernels come from the project checkout (so bisect measures each commit's own).
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
@@ -94,21 +96,35 @@ def _worker_env(root: Path, device: str) -> dict[str, str]:
     return env
 
 
-class ForkServer:
-    """A ``perfci.measure.worker --serve`` process that forks one child per case.
+class ServerGone(RuntimeError):
+    """The worker server exited; ``code`` is its exit status (negative: the signal)."""
 
-    See :func:`perfci.measure.worker.serve` for why. Replies are read on a thread so
-    that waiting for a case can time out without blocking on the pipe.
+    def __init__(self, code: int | None):
+        super().__init__(f"the perfci worker exited ({code})")
+        self.code = code
+
+
+class WorkerServer:
+    """A ``perfci.measure.worker --serve shared|fork`` process (see :func:`perfci.measure.worker.serve`).
+
+    Replies are read on a thread so that waiting for a case can time out
+    without blocking on the pipe.
     """
 
-    def __init__(self, env: dict[str, str], log_path: Path):
+    def __init__(self, worker: Sequence[str], mode: str, env: dict[str, str], log_path: Path):
+        self.mode = mode
         self._log = open(log_path, "wb")
+        self._log_path = log_path
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "perfci.measure.worker", "--serve"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._log, env=env, cwd=os.getcwd(),
-            start_new_session=True, text=True, bufsize=1)
+            [*worker, "--serve", mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            env=env, cwd=os.getcwd(), start_new_session=True, text=True, bufsize=1)
         self._replies: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
+        hello = self._reply(SERVER_START_TIMEOUT_S).split()
+        if hello[:1] != ["hello"]:
+            raise PerfciError(f"the perfci worker did not start: {' '.join(hello)[:300]}")
+        self.gpu_available = hello[1:2] == ["1"]
+        self.restart_wanted = False
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -119,24 +135,46 @@ class ForkServer:
     def _reply(self, timeout: float | None) -> str:
         reply = self._replies.get(timeout=timeout)
         if reply is None:
-            raise RuntimeError("the perfci fork server exited")
+            try:
+                code = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise ServerGone(code)
+        if reply.startswith("failed "):  # the server's own one-line reason (e.g. no torch)
+            raise PerfciError(reply.removeprefix("failed "))
         return reply
+
+    def _send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def configure(self, device: str) -> None:
+        self._send(f"device {device}")
+        self._reply(SERVER_START_TIMEOUT_S)
 
     def run(self, request: Path, result: Path, log: Path, timeout_s: float) -> int | None:
         """Run one case; its exit code, or None when it was killed for running too long."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{request}\t{result}\t{log}\n")
-        self.proc.stdin.flush()
+        self._send(f"{request}\t{result}\t{log}")
         pid = int(self._reply(60.0).split()[1])
         try:
-            return int(self._reply(timeout_s).split()[2])
+            reply = self._reply(timeout_s).split()
         except queue.Empty:
-            kill_process_group(pid)
-            self._reply(60.0)
+            kill_process_group(pid, leader=self.proc if pid == self.proc.pid else None)
             return None
+        except ServerGone as gone:
+            if self.mode == "shared":  # the case ran in the server: its death is the case's crash
+                return gone.code if gone.code is not None else 1
+            raise
         except BaseException:
             kill_process_group(pid)
             raise
+        self.restart_wanted = reply[3:4] == ["restart"]
+        return int(reply[2])
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and not self.restart_wanted
 
     def close(self) -> None:
         try:
@@ -144,49 +182,143 @@ class ForkServer:
                 self.proc.stdin.close()
             self.proc.wait(timeout=10)
         except (subprocess.TimeoutExpired, OSError):
-            kill_process_group(self.proc.pid)
+            kill_process_group(self.proc.pid, leader=self.proc)
         self._log.close()
 
 
-def run_case(spec: CaseSpec, options: RunOptions, device: str, root: Path,
-             workdir: Path, index: int, env: dict | None = None,
-             server: ForkServer | None = None) -> tuple[CaseResult, dict]:
-    """Measure one case in a fresh process; every outcome becomes a CaseResult."""
-    request = {
-        "spec": {"kernel": spec.kernel, "m": spec.m, "n": spec.n, "k": spec.k, "dtype": spec.dtype,
-                 "variant": dict(spec.variant), "weight": spec.weight, "group": spec.group},
-        "device": device, "iters": options.iters, "repeats": options.repeats,
-        "seed": options.seed if options.seed is not None else random.randrange(2**31),
-        "launch": options.launch, "timer": options.timer, "warmup_min_s": options.warmup_min_s,
-        "warmup_max_s": options.warmup_max_s, "env": env,
-    }
-    req_path = workdir / f"case{index:04d}.request.json"
-    res_path = workdir / f"case{index:04d}.result.json"
-    log_path = workdir / f"case{index:04d}.log"
-    req_path.write_text(json.dumps(request))
-    if server is not None:
-        code = server.run(req_path, res_path, log_path, options.timeout_s)
+class CaseRunner:
+    """Measures cases, each in a worker process as ``options.isolation`` says.
+
+    Use as a context manager: the worker server (shared and fork isolation) starts
+    on entry, so :meth:`resolve_device` can ask it whether a GPU is visible
+    without importing torch in this process.
+    """
+
+    def __init__(self, options: RunOptions, root: Path):
+        self.options = options
+        self.root = root
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._server: WorkerServer | None = None
+        self._servers_started = 0
+        self._device: str | None = None
+        self._env: dict | None = None  # the first case's environment, reused by the rest
+
+    def __enter__(self) -> "CaseRunner":
+        self._tmp = tempfile.TemporaryDirectory(prefix="perfci-run-")
+        if self.options.isolation != "spawn":
+            self._server = self._start_server()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._server is not None:
+            self._server.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    @property
+    def workdir(self) -> Path:
+        assert self._tmp is not None
+        return Path(self._tmp.name)
+
+    def _start_server(self) -> WorkerServer:
+        log = self.workdir / f"server{self._servers_started}.log"
+        self._servers_started += 1
+        server = WorkerServer(self.options.worker, self.options.isolation, _worker_env(self.root, self._device), log)
+        if self._device is not None:
+            server.configure(self._device)
+        return server
+
+    def resolve_device(self, requested: str) -> str:
+        """``auto``, ``cuda`` or ``cpu`` -> the device the cases will run on."""
+        visible = self._server.gpu_available if self._server is not None else _gpu_available_here()
+        if requested == "cuda" and not visible:
+            raise PerfciError("--device cuda: no GPU is visible (check CUDA_VISIBLE_DEVICES / "
+                              "HIP_VISIBLE_DEVICES and that torch was built for your GPU)")
+        device = requested if requested in ("cuda", "cpu") else ("cuda" if visible else "cpu")
+        self._device = device
+        if self._server is not None:
+            self._server.configure(device)
+        return device
+
+    def run(self, cases: Sequence[CaseSpec], on_done: Callable[[int, CaseResult, dict], None],
+            on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:
+        """Measure cases one after another; ``on_done`` sees each result as it lands."""
+        if self._device is None:
+            raise RuntimeError("resolve_device() first")
+        for index, spec in enumerate(cases):
+            on_start(index, spec)
+            started = time.perf_counter()
+            result, raw = self._measure(spec, index)
+            self._env = self._env or raw.get("env")
+            raw["wall_s"] = time.perf_counter() - started
+            on_done(index, result, raw)
+
+    def _measure(self, spec: CaseSpec, index: int) -> tuple[CaseResult, dict]:
+        options, workdir = self.options, self.workdir
+        request = {
+            "spec": {"kernel": spec.kernel, "m": spec.m, "n": spec.n, "k": spec.k, "dtype": spec.dtype,
+                     "variant": dict(spec.variant), "weight": spec.weight, "group": spec.group},
+            "device": self._device, "iters": options.iters, "repeats": options.repeats,
+            "seed": options.seed if options.seed is not None else random.randrange(2**31),
+            "launch": options.launch, "timer": options.timer, "gate": options.gate, "poll_s": options.poll_s,
+            "warmup_min_s": options.warmup_min_s, "warmup_max_s": options.warmup_max_s, "env": self._env,
+        }
+        req_path = workdir / f"case{index:04d}.request.json"
+        res_path = workdir / f"case{index:04d}.result.json"
+        log_path = workdir / f"case{index:04d}.log"
+        req_path.write_text(json.dumps(request))
+        if options.isolation == "spawn":
+            code = self._spawn(req_path, res_path, log_path)
+        else:
+            code = self._serve(spec, req_path, res_path, log_path)
+            if isinstance(code, CaseResult):
+                return code, {}
         if code is None:
             return CaseResult(spec=spec, status="timeout",
                               message=f"no result after {options.timeout_s:g} s; killed"), {}
         return _collect(spec, code, res_path, log_path)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "perfci.measure.worker", str(req_path), str(res_path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=_worker_env(root, device), cwd=os.getcwd(),
-            start_new_session=True,  # its own process group, so a kill takes its children too
-        )
+
+    def _serve(self, spec, req_path, res_path, log_path):
+        if self._server is None or not self._server.alive:
+            if self._server is not None:
+                self._server.close()
+            self._server = self._start_server()
         try:
-            code = proc.wait(timeout=options.timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_process_group(proc.pid, leader=proc)
-            return CaseResult(spec=spec, status="timeout",
-                              message=f"no result after {options.timeout_s:g} s; killed"), {}
-        except BaseException:
-            kill_process_group(proc.pid, leader=proc)
-            raise
-    return _collect(spec, code, res_path, log_path)
+            code = self._server.run(req_path, res_path, log_path, self.options.timeout_s)
+        except (ServerGone, queue.Empty) as err:
+            # The fork server itself died (not the case's own process); record the
+            # case, and the next one starts a fresh server.
+            kill_process_group(self._server.proc.pid)
+            return CaseResult(spec=spec, status="error", message=f"perfci worker server failed: {err}")
+        if code is None or self.options.isolation == "shared" and not res_path.is_file():
+            self._server.close()  # killed or crashed with the case: the next case starts a new one
+            self._server = None
+        return code
+
+    def _spawn(self, req_path: Path, res_path: Path, log_path: Path) -> int | None:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [*self.options.worker, str(req_path), str(res_path)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=_worker_env(self.root, self._device), cwd=os.getcwd(),
+                start_new_session=True,  # its own process group, so a kill takes its children too
+            )
+            try:
+                return proc.wait(timeout=self.options.timeout_s)
+            except subprocess.TimeoutExpired:
+                kill_process_group(proc.pid, leader=proc)
+                return None
+            except BaseException:
+                kill_process_group(proc.pid, leader=proc)
+                raise
+
+
+def _gpu_available_here() -> bool:
+    try:
+        import torch
+    except ImportError:
+        raise PerfciError("torch is not installed; see README for the CUDA and ROCm installs") from None
+    return bool(torch.cuda.is_available())
 
 
 def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple[CaseResult, dict]:
@@ -197,12 +329,13 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
     repeats = tuple(
         RepeatSample(median_us=r["median_us"], iters_us=tuple(r.get("iters_us") or ()),
                      sclk_mhz=r.get("sclk_mhz"), temp_c=r.get("temp_c"),
-                     power_w=r.get("power_w"), throttled=r.get("throttled"))
+                     power_w=r.get("power_w"), throttled=r.get("throttled"),
+                     stalled=bool(r.get("stalled")), clock_source=r.get("clock_source") or "")
         for r in data.get("repeats", []))
     result = CaseResult(spec=spec, status=data["status"], repeats=repeats,
                         iters=int(data.get("iters") or 0), message=data.get("message", ""),
-                        timer=data.get("timer", ""),
-                        rel_error=data.get("rel_error"))
+                        timer=data.get("timer", ""), rel_error=data.get("rel_error"),
+                        gate=data.get("gate", ""), stalls=int(data.get("stalls") or 0))
     return result, data
 
 
@@ -227,34 +360,3 @@ def fallback_environment(device: str) -> Environment:
         return collect_environment("cpu") if device == "cpu" else Environment(perfci=__version__)
     except Exception:  # noqa: BLE001 - metadata must never sink a run
         return Environment(perfci=__version__)
-
-
-def run_cases(cases: Sequence[CaseSpec], options: RunOptions, device: str, root: Path,
-              on_done: Callable[[int, CaseResult, dict], None],
-              on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:
-    """Measure cases one after another; ``on_done`` sees each result as it lands."""
-    env = None
-    with tempfile.TemporaryDirectory(prefix="perfci-run-") as tmp:
-        server = ForkServer(_worker_env(root, device), Path(tmp) / "server.log") if options.fork else None
-        try:
-            for index, spec in enumerate(cases):
-                on_start(index, spec)
-                started = time.perf_counter()
-                if server is not None and server.proc.poll() is not None:
-                    server.close()
-                    server = ForkServer(_worker_env(root, device), Path(tmp) / f"server{index}.log")
-                try:
-                    result, raw = run_case(spec, options, device, root, Path(tmp), index, env, server)
-                except (RuntimeError, queue.Empty) as err:
-                    # The fork server itself died (not the case's own process); record
-                    # the case and let the next one start a fresh server.
-                    result, raw = CaseResult(spec=spec, status="error",
-                                             message=f"perfci fork server failed: {err}"), {}
-                    if server is not None:
-                        kill_process_group(server.proc.pid)
-                env = env or raw.get("env")
-                raw["wall_s"] = time.perf_counter() - started
-                on_done(index, result, raw)
-        finally:
-            if server is not None:
-                server.close()

@@ -1,22 +1,43 @@
-"""The timing loop, and the two clocks it can read.
+"""The timing loop, and the clocks it can read.
 
 There is exactly one loop (:func:`time_iterations`). A backend hands it a
 zero-argument callable that launches the case once into preallocated buffers;
-everything else (inputs, outputs, graph capture, the cache-flush buffer) is set
-up before the loop starts, so only the launch sits between the two marks.
+everything else (inputs, outputs, graph capture, the cache-flush buffer, the
+gate) is set up before the loop starts, so only the launch sits between the two
+marks.
 
 On a GPU the marks are device events, read after one synchronisation at the
-end, so host-side Python never stretches a sample. The cache flush is enqueued
-just before the start mark: while the device is busy zeroing a buffer of at
-least twice the last-level cache, the host has time to enqueue the start event,
-the launch and the stop event, so the kernel starts the instant the flush ends
-and host launch overhead never enters the measured interval.
+end, and every chunk of launches is enqueued while the device is held by a gate
+(:mod:`perfci.measure.hold`): the device starts the chunk only once the host has
+queued all of it, so host time (a busy or preempted host) never lands between
+the kernels of a measured operation, split-K's two kernels included. The cache
+flush before each launch stays outside the marks.
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from statistics import median  # noqa: F401 - the loop's statistic, re-exported
-from typing import Callable, Protocol, Sequence
+from typing import Callable, ContextManager, Iterator, Protocol, Sequence
+
+
+class Hold(Protocol):
+    """Holds the device while a chunk of launches is enqueued (see :mod:`perfci.measure.hold`)."""
+
+    def chunks(self, iters: int) -> list[int]: ...
+    def held(self) -> ContextManager[None]: ...
+
+
+class _Unheld:
+    def chunks(self, iters: int) -> list[int]:
+        return [iters]
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        yield
+
+
+UNHELD = _Unheld()  # the CPU: launches run as they are made, nothing to hold
 
 
 class Marks(Protocol):
@@ -103,9 +124,10 @@ class ProfilerMarks:
 
 
 def is_flush_kernel(name: str) -> bool:
-    """The cache flush is ``zero_()`` on a scratch buffer: torch's fill kernel (or a memset)."""
+    """Kernels between the timed launches: the cache flush (``zero_()`` on a scratch
+    buffer: torch's fill kernel, or a memset) and the gate and clock stamps."""
     lowered = name.lower()
-    return "fill" in lowered or "memset" in lowered
+    return any(part in lowered for part in ("fill", "memset", "gate_kernel", "stamp_kernel", "timer_sleep_kernel"))
 
 
 def kernel_time_per_launch(kernels: Sequence[tuple[float, str, float]], n: int,
@@ -133,14 +155,19 @@ def kernel_time_per_launch(kernels: Sequence[tuple[float, str, float]], n: int,
 
 
 def time_iterations(run: Callable[[], object], marks: Marks, iters: int,
-                    flush: Callable[[], object] | None = None) -> list[float]:
+                    flush: Callable[[], object] | None = None, hold: Hold | None = None) -> list[float]:
     """Time ``iters`` launches of ``run``; the flush before each stays outside the marks."""
-    for i in range(iters):
-        if flush is not None:
-            flush()
-        marks.start(i)
-        run()
-        marks.stop(i)
+    hold = hold or UNHELD
+    i = 0
+    for chunk in hold.chunks(iters):
+        with hold.held():  # the device starts the chunk once all of it is queued
+            for _ in range(chunk):
+                if flush is not None:
+                    flush()
+                marks.start(i)
+                run()
+                marks.stop(i)
+                i += 1
     return marks.elapsed_us()
 
 

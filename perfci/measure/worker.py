@@ -17,12 +17,23 @@ import os
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict
+from typing import Callable
 
+from perfci.files import atomic_write_text
 from perfci.model import CaseSpec
 
 _STARTED = time.perf_counter()
 from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
+
+
+# Telemetry polls power, temperature and throttle reasons (and the clock, where the
+# device's counters cannot give it) on a thread of its own while the repeats run.
+DEFAULT_POLL_S = 0.01
+
+# Called with a case's spec just before it is measured (tests inject faults here).
+BeforeMeasure = Callable[[CaseSpec], None]
 
 
 def spec_from_dict(data: dict) -> CaseSpec:
@@ -40,7 +51,21 @@ def relative_error(torch, out, ref) -> float:
     return torch.linalg.vector_norm(out64 - ref64).item() / denom
 
 
+class _Phases:
+    """Seconds spent per step of a case, for ``--log-json`` (where the harness's time goes)."""
+
+    def __init__(self, imported_s: float):
+        self.seconds: dict[str, float] = {"import": imported_s}
+        self._mark = time.perf_counter()
+
+    def done(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self._mark, 3)
+        self._mark = now
+
+
 def measure(request: dict) -> dict:
+    """Prepare, check, warm up and time one case; every outcome is a result dict."""
     device = request["device"]
     if device == "cpu":
         # Must be set before triton is imported: the interpreter is chosen at import.
@@ -48,106 +73,174 @@ def measure(request: dict) -> dict:
     import torch
 
     from perfci.measure.backends import get_backend
-    from perfci.measure.devices import device_cache_bytes, flush_bytes
     from perfci.measure.envinfo import collect_environment
-    from perfci.measure.telemetry import Sampler, open_source
-
     from perfci.model import Environment
 
-    phases: dict[str, float] = {"import": time.perf_counter() - _STARTED}
+    phases = _Phases(time.perf_counter() - _STARTED)
     spec = spec_from_dict(request["spec"])
     # The first case describes the environment (driver queries, git); later
     # cases reuse it, since each costs a fraction of a second per process.
     env = Environment(**request["env"]) if request.get("env") else collect_environment(device)
-    result: dict = {"env": asdict(env), "status": "error", "message": "", "repeats": [], "phases": phases}
-    mark = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal mark
-        now = time.perf_counter()
-        phases[name] = round(now - mark, 3)
-        mark = now
-
+    result: dict = {"env": asdict(env), "status": "error", "message": "", "repeats": [],
+                    "phases": phases.seconds}
     gpu = device == "cuda"
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     torch_device = torch.device("cuda", 0) if gpu else torch.device("cpu")
 
-    backend = get_backend(spec.kernel)
     try:
-        prepared = backend.prepare(spec, torch_device, int(request["seed"]))
+        prepared = get_backend(spec.kernel).prepare(spec, torch_device, int(request["seed"]))
     except ValueError as err:
         # The kernel cannot run here (fp8 on a GPU without it, bf16 in the interpreter).
         result.update(status="skip", message=str(err))
         return result
-    phase("prepare")
+    phases.done("prepare")
 
-    # Correctness gate: poisoned output, fresh random-normal inputs, fp32 reference.
+    reference, error = _correctness_gate(torch, prepared, sync)
+    result["rel_error"] = error
+    phases.done("gate")
+    if not error <= prepared.tolerance:
+        result.update(status="fail", message=f"output differs from the fp32 reference: relative error "
+                                             f"{error:.3g} > tolerance {prepared.tolerance:.3g}")
+        return result
+
+    timed, launch, failure = _launch(torch, prepared, reference, sync, gpu and request.get("launch") == "graph")
+    result.update(launch)
+    phases.done("capture")
+    if failure:
+        result.update(status="fail", message=failure)
+        return result
+
+    flush = _cache_flush(torch, env.arch, torch_device, result) if gpu else None
+    timer = request.get("timer", "events") if gpu else "host"
+    samples = _timed_repeats(torch, timed, flush, sync, env.vendor if gpu else "cpu", timer,
+                             int(request["iters"]), int(request["repeats"]),
+                             (request["warmup_min_s"], request["warmup_max_s"]), result, phases,
+                             gate=request.get("gate", "spin"), poll_s=request.get("poll_s", DEFAULT_POLL_S))
+    result.update(status="ok", repeats=samples, iters=int(request["iters"]), timer=timer)
+    return result
+
+
+def _correctness_gate(torch, prepared, sync):
+    """Poisoned output, fresh random-normal inputs, fp32 reference: (reference, relative error)."""
     prepared.poison()
     prepared.run()
     sync()
     reference = prepared.reference()
-    error = relative_error(torch, prepared.output, reference)
-    result["rel_error"] = error
-    phase("gate")
-    if not error <= prepared.tolerance:
-        result.update(status="fail", message=f"output differs from the fp32 reference: "
-                      f"relative error {error:.3g} > tolerance {prepared.tolerance:.3g}")
-        return result
+    return reference, relative_error(torch, prepared.output, reference)
 
-    timed = prepared.run
-    launch = "eager"
-    if gpu and request.get("launch", "eager") == "graph":
-        try:
-            timed = _capture_graph(torch, prepared.run)
-            launch = "graph"
-            # The graph must write the same output the eager launch did.
-            prepared.poison()
-            timed()
-            sync()
-            graph_error = relative_error(torch, prepared.output, reference)
-            if not graph_error <= prepared.tolerance:
-                result.update(status="fail", message=f"graph replay output wrong: relative error {graph_error:.3g}")
-                return result
-        except Exception as err:  # noqa: BLE001 - some launches can't be captured; eager is still right
-            timed, launch = prepared.run, "eager"
-            result["launch_note"] = f"graph capture failed ({type(err).__name__}); timed eager launches"
-    result["launch"] = launch
-    phase("capture")
 
-    flush = None
-    if gpu:
-        props = torch.cuda.get_device_properties(0)
-        nbytes = flush_bytes(device_cache_bytes(props, env.arch))
-        scratch = torch.empty(nbytes, dtype=torch.uint8, device=torch_device)
-        flush = scratch.zero_
-        result["flush_bytes"] = nbytes
+def _launch(torch, prepared, reference, sync, graph: bool):
+    """What the timing loop calls: the eager launch, or a captured graph's replay.
 
-    source = open_source(env.vendor if gpu else "cpu", 0)
+    Returns (callable, fields for the result, failure message or None).
+    """
+    if not graph:
+        return prepared.run, {"launch": "eager"}, None
     try:
-        warm = _warm_up(timed, flush, sync, source, request["warmup_min_s"], request["warmup_max_s"])
-        result["warmup"] = warm
-        phase("warmup")
-        iters, repeats = int(request["iters"]), int(request["repeats"])
+        replay = _capture_graph(torch, prepared.run)
+        # The graph must write the same output the eager launch did.
+        prepared.poison()
+        replay()
+        sync()
+        graph_error = relative_error(torch, prepared.output, reference)
+        if not graph_error <= prepared.tolerance:
+            return replay, {"launch": "graph"}, f"graph replay output wrong: relative error {graph_error:.3g}"
+        return replay, {"launch": "graph"}, None
+    except Exception as err:  # noqa: BLE001 - some launches can't be captured; eager is still right
+        return prepared.run, {"launch": "eager",
+                              "launch_note": f"graph capture failed ({type(err).__name__}); timed eager launches"}, None
+
+
+def _cache_flush(torch, arch: str, torch_device, result: dict):
+    """A scratch buffer of at least twice the last-level cache; zeroing it evicts the operands."""
+    from perfci.measure.devices import device_cache_bytes, flush_bytes
+
+    props = torch.cuda.get_device_properties(0)
+    nbytes = flush_bytes(device_cache_bytes(props, arch))
+    scratch = torch.empty(nbytes, dtype=torch.uint8, device=torch_device)
+    result["flush_bytes"] = nbytes
+    return scratch.zero_
+
+
+def _timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int, repeats: int,
+                   warmup_s: tuple[float, float], result: dict, phases: _Phases, gate: str = "spin",
+                   poll_s: float = DEFAULT_POLL_S) -> list[dict]:
+    """Warm up until the clock settles, then ``repeats`` x ``iters`` timed launches.
+
+    On a GPU every repeat is enqueued behind the gate; one that stalled anyway
+    (the host took longer than the gate's timeout) is measured again, at most
+    ``MAX_EXTRA_ATTEMPTS`` times. Each repeat's clock comes from the device's
+    counters where they work, from telemetry otherwise, and says which.
+    """
+    from perfci.measure.gating import MAX_EXTRA_ATTEMPTS
+    from perfci.measure.telemetry import Sampler, open_source
+
+    hold = _device_hold(torch, vendor, gate, result) if timer != "host" else None
+    phases.done("hold")
+    source = open_source(vendor, 0)
+    telemetry_name = source.name.split(":")[0]
+    try:
+        result["warmup"] = _warm_up(timed, flush, sync, source, *warmup_s)
+        phases.done("warmup")
         samples = []
-        with Sampler(source) as sampler:
+        with Sampler(source, poll_s) as sampler:
             for _ in range(repeats):
-                window = sampler.window()
-                marks = _marks(request.get("timer", "events"), iters, torch) if gpu else HostMarks(iters)
-                times = time_iterations(timed, marks, iters, flush)
-                summary = window.stop()
-                samples.append({
-                    "median_us": median(times), "iters_us": times,
-                    "sclk_mhz": summary.sclk_mhz, "temp_c": summary.temp_c,
-                    "power_w": summary.power_w, "throttled": summary.throttled,
-                })
+                attempts = 1 + (MAX_EXTRA_ATTEMPTS if hold is not None and hold.gate == "spin" else 0)
+                for attempt in range(attempts):
+                    sample = _one_repeat(torch, timed, flush, timer, iters, hold, sampler, telemetry_name)
+                    if not sample["stalled"]:
+                        break
+                    result["stalls"] = result.get("stalls", 0) + 1
+                    result.setdefault("stall_reasons", []).append(sample.pop("stall_reason"))
+                sample.pop("stall_reason", None)
+                samples.append(sample)
     finally:
         source.close()
-    phase("measure")
-    result.update(status="ok", repeats=samples, iters=iters, timer=request.get("timer", "events") if gpu else "host")
-    return result
+    phases.done("measure")
+    return samples
+
+
+def _device_hold(torch, vendor: str, gate: str, result: dict):
+    from perfci.measure.hold import DeviceHold
+
+    hold = DeviceHold(torch, vendor, gate)
+    result["gate"] = hold.gate
+    if hold.notes:
+        result["hold_notes"] = list(hold.notes)
+    return hold
+
+
+# A device clock further than this from what telemetry saw over the same repeat
+# means the counters are not what we think they are: trust telemetry, and say so.
+CLOCK_DISAGREEMENT = 0.25
+
+
+def _one_repeat(torch, timed, flush, timer: str, iters: int, hold, sampler, telemetry_name: str) -> dict:
+    if hold is not None:
+        hold.begin_repeat()
+    window = sampler.window()
+    times = time_iterations(timed, _marks(timer, iters, torch), iters, flush, hold)
+    summary = window.stop()
+    held = hold.report() if hold is not None else None
+    clock, clock_source = summary.sclk_mhz, telemetry_name if summary.sclk_mhz is not None else ""
+    if held is not None and held.clock_mhz is not None:
+        polled = summary.sclk_mhz
+        if polled is None or abs(held.clock_mhz / polled - 1.0) <= CLOCK_DISAGREEMENT:
+            clock, clock_source = held.clock_mhz, "device"
+        else:
+            clock_source = f"{telemetry_name} (device counters read {held.clock_mhz:.0f} MHz)"
+    return {
+        "median_us": median(times), "iters_us": times,
+        "sclk_mhz": clock, "clock_source": clock_source, "polled_sclk_mhz": summary.sclk_mhz,
+        "temp_c": summary.temp_c, "power_w": summary.power_w, "throttled": summary.throttled,
+        "stalled": bool(held and held.stalled), "stall_reason": held.why if held else "",
+        "clock_spread": held.clock_spread if held else None,
+    }
 
 
 def _marks(timer: str, iters: int, torch):
+    if timer == "host":
+        return HostMarks(iters)
     return ProfilerMarks(iters, torch) if timer == "profiler" else EventMarks(iters, torch)
 
 
@@ -197,31 +290,53 @@ def _warm_up(run, flush, sync, source, min_s: float, max_s: float) -> dict:
             "settled": settled, "last_sclk_mhz": clocks[-1] if clocks else None}
 
 
-def serve(commands, replies) -> None:
-    """Fork server: pay for ``import torch`` once, then fork a fresh child per case.
+def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure | None = None) -> None:
+    """A worker server: pay for ``import torch`` once, then measure case after case.
 
-    Importing torch and triton takes seconds on some hosts, longer than a decode
-    case's whole measurement. The server imports them *without* touching the
-    GPU, so each forked child still creates its own device context, compiles in
-    its own process and can crash, hang or run out of memory alone: the
-    isolation of a fresh process at a fraction of the start-up cost.
+    Importing torch and triton takes seconds (5.4 s on the H200's host), longer
+    than a decode case's whole measurement, and so do a device context, cuBLAS
+    and Triton's loader. ``mode``:
 
-    Protocol, one line each way per case (tab-separated paths in, pid and exit
-    code out): ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE``.
+    * ``shared``: cases run in this process, one after another; a case that ends
+      in ``error`` asks for a fresh process (its device state may be poisoned),
+      and one that crashes or hangs kills only this process.
+    * ``fork``: each case runs in a child forked from this process, which never
+      touches the GPU itself, so every child creates its own device context.
+
+    Protocol, one line each way (see :class:`perfci.measure.runner.WorkerServer`):
+    ``hello GPU`` on start (``failed REASON`` if torch is missing); ``device D``
+    -> ``ready``; ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
     """
     global _STARTED
-    import torch  # noqa: F401 - imported for the children; no CUDA call here
 
-    import perfci.measure.backends  # noqa: F401
-    import perfci.measure.envinfo  # noqa: F401
-    import perfci.measure.telemetry  # noqa: F401
+    def reply(line: str) -> None:
+        replies.write(line + "\n")
+        replies.flush()
 
     try:
-        import triton  # noqa: F401
+        import torch
     except ImportError:
-        pass
+        reply("failed torch is not installed; see README for the CUDA and ROCm installs")
+        return
+    reply(f"hello {int(_gpu_visible(torch, forked=mode == 'fork'))}")
     for line in commands:
-        request, result, log = line.rstrip("\n").split("\t")
+        line = line.rstrip("\n")
+        if line.startswith("device "):
+            _load_measuring_modules(line.split()[1])
+            reply("ready")
+            continue
+        request, result, log = line.split("\t")
+        if mode == "shared":
+            reply(f"pid {os.getpid()}")
+            _STARTED = time.perf_counter()
+            with _output_to(log):
+                code = main([request, result], before_measure)
+            _release_device_memory(torch)
+            restart = _result_status(result) == "error"
+            reply(f"exit {os.getpid()} {code}" + (" restart" if restart else ""))
+            if restart:
+                return
+            continue
         pid = os.fork()
         if pid == 0:  # the case's own process
             code = 1
@@ -231,29 +346,101 @@ def serve(commands, replies) -> None:
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
                 _STARTED = time.perf_counter()
-                code = main([request, result])
+                code = main([request, result], before_measure)
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        replies.write(f"pid {pid}\n")
-        replies.flush()
+        reply(f"pid {pid}")
         _, status = os.waitpid(pid, 0)
-        replies.write(f"exit {pid} {os.waitstatus_to_exitcode(status)}\n")
-        replies.flush()
+        reply(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
 
 
-def main(argv: list[str]) -> int:
-    if argv == ["--serve"]:
-        serve(sys.stdin, sys.stdout)
+def _gpu_visible(torch, forked: bool) -> bool:
+    """Whether torch sees a GPU. A forking server must not initialise the driver
+    itself (a forked child could not use it), so it asks a child."""
+    if not forked:
+        return bool(torch.cuda.is_available())
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if torch.cuda.is_available() else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _load_measuring_modules(device: str) -> None:
+    if device == "cpu":
+        # Before triton is imported: the interpreter is chosen at import.
+        os.environ["TRITON_INTERPRET"] = "1"
+    import perfci.measure.backends  # noqa: F401
+    import perfci.measure.envinfo  # noqa: F401
+    import perfci.measure.telemetry  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+
+
+@contextmanager
+def _output_to(log: str):
+    """Send this process's stdout and stderr to a case's log for the duration of the case."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _release_device_memory(torch) -> None:
+    """Give back what the case allocated, so the next case's buffers are placed afresh."""
+    import gc
+
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def _result_status(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh).get("status", "")
+    except (OSError, ValueError):
+        return ""
+
+
+def main(argv: list[str], before_measure: BeforeMeasure | None = None) -> int:
+    """Run one case (REQUEST RESULT) or the fork server (--serve).
+
+    ``before_measure`` sees each case's spec just before it is measured: the
+    seam through which the tests give a case a real crash, hang or
+    out-of-memory error (tests/measure/faulty_worker.py).
+    """
+    if argv[:1] == ["--serve"] and len(argv) == 2 and argv[1] in ("shared", "fork"):
+        # The protocol owns stdout; anything else printed goes to stderr (the server log).
+        replies, sys.stdout = sys.stdout, sys.stderr
+        serve(sys.stdin, replies, argv[1], before_measure)
         return 0
     if len(argv) != 2:
-        print("usage: python -m perfci.measure.worker REQUEST.json RESULT.json | --serve", file=sys.stderr)
+        print("usage: python -m perfci.measure.worker REQUEST.json RESULT.json | --serve shared|fork",
+              file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as fh:
         request = json.load(fh)
     try:
-        _inject_fault(os.environ.get("PERFCI_TEST_FAULT", ""), spec_from_dict(request["spec"]).label)
+        if before_measure is not None:
+            before_measure(spec_from_dict(request["spec"]))
         result = measure(request)
     except Exception as err:  # noqa: BLE001 - any failure becomes this case's 'error' row
         oom = "out of memory" in str(err).lower() or type(err).__name__ == "OutOfMemoryError"
@@ -263,36 +450,8 @@ def main(argv: list[str]) -> int:
                        "on a GPU it comes with the vendor's torch")
         traceback.print_exc()  # goes to the worker's log for whoever investigates
         result = {"status": "error", "message": " ".join(message.split())[:500], "repeats": []}
-    tmp = argv[1] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, default=_json_default)
-    os.replace(tmp, argv[1])
+    atomic_write_text(argv[1], json.dumps(result, default=_json_default))
     return 0
-
-
-def _inject_fault(fault: str, label: str) -> None:
-    """Let the tests prove isolation with real crashes, hangs and OOMs.
-
-    ``PERFCI_TEST_FAULT=KIND`` or ``KIND@KERNEL_LABEL`` (only that case).
-    """
-    kind, _, target = fault.partition("@")
-    if target and target != label:
-        return
-    if kind == "segv":
-        import signal
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif kind == "hang":
-        import subprocess
-        # A grandchild that would outlive a plain kill of the worker: the runner
-        # must take the whole process group.
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-        pid_file = os.environ.get("PERFCI_TEST_FAULT_PIDFILE")
-        if pid_file:
-            with open(pid_file, "w") as fh:
-                fh.write(str(child.pid))
-        time.sleep(3600)
-    elif kind == "oom":
-        raise MemoryError("out of memory (injected)")
 
 
 def _json_default(value):

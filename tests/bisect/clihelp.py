@@ -9,18 +9,30 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FAULT_ENTRY = Path(__file__).resolve().with_name("fault_entry.py")
 
 
-def perfci(repo: Path, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.pop("PERFCI_BISECT_TEST_PAUSE", None)
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "perfci", "bisect", *args], cwd=repo, env=full_env,
-                          capture_output=True, text=True, timeout=timeout, preexec_fn=_default_sigint)
+def perfci(repo: Path, *args: str, env: dict | None = None, timeout: float = 120,
+           fault: str | None = None) -> subprocess.CompletedProcess:
+    """``perfci bisect ARGS`` in ``repo``; with ``fault`` ('PHASE:SIGNAL' or 'PHASE:sleep'), through fault_entry.py."""
+    return subprocess.run(bisect_argv(*args, fault=fault), cwd=repo, env=bisect_env(env),
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=default_sigint)
 
 
-def _default_sigint() -> None:
+def bisect_argv(*args: str, fault: str | None = None) -> list[str]:
+    if fault:
+        return [sys.executable, str(FAULT_ENTRY), fault, "--", *args]
+    return [sys.executable, "-m", "perfci", "bisect", *args]
+
+
+def bisect_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def default_sigint() -> None:
     # A shell that starts pytest in the background hands its children SIGINT
     # ignored, and Python then installs no Ctrl-C handler; the user's terminal
     # does not, so the tests restore the default.
@@ -32,7 +44,6 @@ def one_clean_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
     return lines[0]
-
 
 
 def parse_json(stdout: str) -> dict:

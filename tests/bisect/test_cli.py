@@ -117,8 +117,8 @@ def test_csv_metric_through_a_results_file(history_factory):
     writer = (
         "import subprocess, sys; t = subprocess.run(['./bench.py'], capture_output=True, text=True).stdout.split()[-2];"
         "open(sys.argv[sys.argv.index('--out') + 1], 'w').write("
-        "'kernel,shape,dtype,median_us,status\\nmatmul_tiled,64x64x64,fp16,' + t + ',ok\\n"
-        "gemv,1x64x64,fp16,1.0,ok\\n')"
+        "'kernel,shape,dtype,median_us,repeats_us,status\\nmatmul_tiled,64x64x64,fp16,' + t + ',' + t + ',ok\\n"
+        "gemv,1x64x64,fp16,1.0,1.0,ok\\n')"
     )
     import sys
 
@@ -135,7 +135,7 @@ def test_bench_output_over_a_users_untracked_file_leaves_the_users_file(history_
     before = snapshot(h.path)
     writer = (
         "import subprocess, sys; t = subprocess.run(['./bench.py'], capture_output=True, text=True).stdout.split()[-2];"
-        "open('r.csv', 'w').write('kernel,shape,dtype,median_us,status\\nk,1x1x1,fp16,' + t + ',ok\\n');"
+        "open('r.csv', 'w').write('kernel,shape,dtype,median_us,repeats_us,status\\nk,1x1x1,fp16,' + t + ',' + t + ',ok\\n');"
         "open('extra-artifact.log', 'w').write('bench log')"
     )
     import sys

@@ -6,8 +6,8 @@ import random
 import pytest
 
 from perfci.bisect.core import (
-    Samples, SearchState, Verdict, check_baselines, choose_next, classify, hodges_lehmann, next_repeats,
-    steps_left, verdict_confidence,
+    Samples, SearchState, Verdict, check_baselines, choose_next, classify, next_repeats, shift_pct, steps_left,
+    verdict_confidence,
 )
 
 GOOD = Samples((10.00, 10.05, 9.95, 10.02, 9.98))
@@ -128,10 +128,23 @@ def test_steps_left_parallel_is_fewer():
     assert steps_left(state, 1) == 5 and steps_left(state, 3) == 3
 
 
-def test_hodges_lehmann_interval_covers_the_shift():
-    iv = hodges_lehmann(GOOD.values, BAD.values)
+def test_shift_pct_interval_covers_the_shift():
+    iv = shift_pct(GOOD.values, BAD.values)
     assert iv.estimate == pytest.approx(5.0, abs=0.3)
     assert iv.low <= iv.estimate <= iv.high and iv.low > 3.0
+
+
+def test_shift_pct_is_the_moses_interval_in_percent_of_the_earlier_median():
+    before, after = [100.0, 101.0, 99.0, 100.5, 99.5], [110.0, 111.0, 109.0, 110.5, 109.5]
+    iv = shift_pct(before, after)
+    # 25 pairwise differences; at 95% with 5 a side the Moses interval is [D(3), D(23)].
+    d = sorted(a - b for a in after for b in before)
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((d[12], d[2], d[22]))
+    # Mirrored samples mirror the shift, and the interval stays ordered low <= high.
+    drop = shift_pct([-v for v in before], [-v for v in after])
+    assert (drop.estimate, drop.low, drop.high) == pytest.approx((-d[12], -d[22], -d[2]))
+    with pytest.raises(ValueError):
+        shift_pct([], after)
 
 
 def test_confidence_multiplies_decisive_verdicts():

@@ -1,19 +1,21 @@
 """Signals at every phase: the user's tree must come back with nothing lost.
 
-``PERFCI_BISECT_TEST_PAUSE=phase:SIGNAL`` makes the bisect process signal
-itself the first time it reaches ``phase``. SIGINT and SIGTERM must restore on
-their own (exit 130); after SIGKILL, ``perfci bisect --abort`` must.
+``fault="phase:SIGNAL"`` runs the bisect through tests/bisect/fault_entry.py,
+whose pause hook makes the process signal itself the first time it reaches
+``phase``. SIGINT and SIGTERM must restore on their own (exit 130); after
+SIGKILL, ``perfci bisect --abort`` must.
 """
 from __future__ import annotations
 
 import signal
+import subprocess
+import time
 
 import pytest
 
-from tests.bisect.clihelp import parse_json, perfci
-from tests.bisect.synth import snapshot
-
-PHASES = ("stash", "checkout", "build", "bench", "restore")
+from perfci.bisect.gitops import PHASES
+from tests.bisect.clihelp import bisect_argv, bisect_env, default_sigint, parse_json, perfci
+from tests.bisect.synth import git, snapshot
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -21,8 +23,7 @@ PHASES = ("stash", "checkout", "build", "bench", "restore")
 def test_signal_at_each_phase_loses_nothing(history_factory, phase, sig):
     h = history_factory(n_commits=8, culprit_index=5, legacy_until=4)
     before = snapshot(h.path)
-    result = perfci(h.path, "--build", "true", h.good, h.bad, "--", "./bench.py",
-                    env={"PERFCI_BISECT_TEST_PAUSE": f"{phase}:{sig}"})
+    result = perfci(h.path, "--build", "true", h.good, h.bad, "--", "./bench.py", fault=f"{phase}:{sig}")
     if sig == "SIGKILL":
         assert result.returncode == -signal.SIGKILL, result.stderr
         journal = h.path / ".git" / "perfci-bisect" / "journal.json"
@@ -44,8 +45,8 @@ def test_resume_after_sigkill_finds_the_culprit_without_remeasuring(history_fact
     assert finished.returncode == 0
     runs_before = counter()
     # A second, killed session on a different bench command (no cache hits), then resumed.
-    env = dict(counter.env, PERFCI_BISECT_TEST_PAUSE="bench:SIGKILL")
-    killed = perfci(h.path, "--format", "json", h.good, h.bad, "--", "./bench.py", "--variant", env=env)
+    killed = perfci(h.path, "--format", "json", h.good, h.bad, "--", "./bench.py", "--variant", env=counter.env,
+                    fault="bench:SIGKILL")
     assert killed.returncode == -signal.SIGKILL
     resumed = perfci(h.path, "--resume", env=counter.env)
     assert resumed.returncode == 0, resumed.stderr
@@ -61,9 +62,30 @@ def test_resume_after_sigkill_finds_the_culprit_without_remeasuring(history_fact
 def test_sigkill_in_worktree_mode_then_abort_removes_worktrees(history_factory):
     h = history_factory(n_commits=10, culprit_index=6, legacy_until=3)
     before = snapshot(h.path)
-    result = perfci(h.path, "--jobs", "2", "--gpus", "0,1", h.good, h.bad, "--", "./bench.py",
-                    env={"PERFCI_BISECT_TEST_PAUSE": "bench:SIGKILL"})
+    result = perfci(h.path, "--jobs", "2", "--gpus", "0,1", h.good, h.bad, "--", "./bench.py", fault="bench:SIGKILL")
     assert result.returncode == -signal.SIGKILL
     aborted = perfci(h.path, "--abort")
     assert aborted.returncode == 0, aborted.stderr
+    assert snapshot(h.path) == before
+
+
+def test_ctrl_c_from_outside_while_a_build_runs_restores(history_factory):
+    """The user's own Ctrl-C, not the process's: it arrives while the session waits in a phase."""
+    h = history_factory(n_commits=8, culprit_index=5)
+    before = snapshot(h.path)
+    proc = subprocess.Popen(bisect_argv("--build", "true", h.good, h.bad, "--", "./bench.py", fault="build:sleep"),
+                            cwd=h.path, env=bisect_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    try:
+        # GOOD is checked out first, for the baselines; its build is where the session now sleeps.
+        deadline = time.monotonic() + 60
+        while git(h.path, "rev-parse", "HEAD") != h.good:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
     assert snapshot(h.path) == before

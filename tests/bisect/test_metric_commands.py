@@ -15,10 +15,10 @@ from perfci.bisect.metric import (
 )
 from perfci.bisect.commands import BenchSpec, Cache, bench_once, run_command
 
-CSV = """kernel,shape,dtype,median_us,status
-matmul_tiled,4096x4096x4096,fp16,812.5,ok
-matmul_tiled,4096x4096x4096,bf16,820.0,ok
-gemv,1x4096x4096,fp16,,fail
+CSV = """kernel,shape,dtype,median_us,repeats_us,status
+matmul_tiled,4096x4096x4096,fp16,812.5,812.5;813.0,ok
+matmul_tiled,4096x4096x4096,bf16,820.0,820.0;821.0,ok
+gemv,1x4096x4096,fp16,,,fail
 """
 
 
@@ -57,6 +57,48 @@ def test_csv_case_exact_substring_ambiguous_and_failed(tmp_path):
         from_csv(path, "median_us", "persistent")
     with pytest.raises(MetricError, match="no column"):
         from_csv(path, "tflops", "gemv")
+
+
+def test_csv_column_the_result_row_has_no_field_for(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("kernel,shape,dtype,median_us,repeats_us,status,roofline_pct,power_w\n"
+                    "a,1x2x3,bf16,5.0,5.0,ok,61.5,\n"
+                    "b,1x2x3,bf16,6.0,6.0,ok,inf,300;310\n")
+    assert from_csv(path, "roofline_pct", "a,1x2x3,bf16") == 61.5
+    with pytest.raises(MetricError, match=r"line 2, column 'power_w': is empty$"):
+        from_csv(path, "power_w", "a 1x2x3")
+    with pytest.raises(MetricError, match=r"line 3, column 'roofline_pct': 'inf' is not a finite number$"):
+        from_csv(path, "roofline_pct", "b 1x2x3")
+    with pytest.raises(MetricError, match=r"line 3, column 'power_w': '300;310' is not a number$"):
+        from_csv(path, "power_w", "b 1x2x3")
+
+
+RESULTS_HEADER = "kernel,shape,dtype,median_us,repeats_us,status\n"
+
+
+@pytest.mark.parametrize("body, message", [
+    # The case asked for is fine, but another row makes the file no results CSV.
+    pytest.param(RESULTS_HEADER + "a,1x2x3,bf16,5.0,5.0,ok\nb,1x2x3,bf16,fast,5.0,ok\n",
+                 "line 3, column 'median_us': 'fast' is not a number", id="malformed cell"),
+    # Two rows of the asked-for case: which one the bench meant cannot be known.
+    pytest.param(RESULTS_HEADER + "a,1x2x3,bf16,5.0,5.0,ok\na,1x2x3,bf16,6.0,6.0,ok\n",
+                 "line 3, column 'kernel': duplicate case a,1x2x3,bf16 (first on line 2)", id="duplicate case"),
+    pytest.param("kernel,shape,dtype,median_us,status\na,1x2x3,bf16,5.0,ok\n",
+                 "line 1: missing column(s) repeats_us;", id="missing column"),
+])
+def test_a_csv_the_results_reader_rejects_is_a_failed_run_with_its_line(tmp_path, body, message):
+    path = tmp_path / "r.csv"
+    path.write_text(body)
+    with pytest.raises(MetricError) as err:
+        from_csv(path, "median_us", "a,1x2x3,bf16")
+    assert str(err.value).startswith(f"{path}: {message}")
+    assert "\n" not in str(err.value)
+
+
+def test_flydsl_csv_rows_are_named_by_op(tmp_path):
+    path = tmp_path / "flydsl.csv"
+    path.write_text("op,shape,dtype,tbps,tflops,status\nhgemm,2048x2048x2048,fp16,1.5,400.0,ok\n")
+    assert from_csv(path, "tflops", "hgemm,2048x2048x2048,fp16") == 400.0
 
 
 def test_out_path_from_perfci_run_command():

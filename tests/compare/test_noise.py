@@ -1,3 +1,8 @@
+"""Noise profiles as pure data: clock exponents, floors, and the JSON conversions.
+
+Reading a profile file is tested with the other inputs (test_inputs.py),
+deriving one from A/A runs in test_calibration.py.
+"""
 import json
 from dataclasses import replace
 
@@ -5,7 +10,6 @@ import pytest
 
 from perfci.compare import noise
 from perfci.errors import PerfciError
-from perfci.compare.simulate import SimConfig, simulate_runs, without_clocks
 
 
 def test_clock_exponent_classes():
@@ -34,40 +38,44 @@ def test_builtin_profiles_are_ordered_sensibly():
     assert g950.swing_floor() == pytest.approx(0.2818, abs=1e-3)
 
 
-def test_calibrate_recovers_wider_floors_for_wider_swings():
-    cfg = SimConfig()
-    wide = noise.calibrate(simulate_runs(cfg, seed=1, count=6)).profile
-    narrow = noise.calibrate(simulate_runs(replace(cfg, clock_swing=0.02), seed=1, count=6)).profile
-    assert wide.arch == "gfx950"
-    assert wide.band_floor_pct > narrow.band_floor_pct
-    assert 0.5 <= wide.floor_pct <= 5.0
-
-
-def test_calibrate_without_clocks_says_so():
-    runs = [without_clocks(t) for t in simulate_runs(SimConfig(), seed=2, count=4)]
-    cal = noise.calibrate(runs)
-    assert cal.q99_pct["clocked_pure"] is None
-    assert "no data for clocked_pure" in cal.profile.source
-
-
-def test_calibrate_needs_two_runs():
-    with pytest.raises(PerfciError):
-        noise.calibrate(simulate_runs(SimConfig(), seed=2, count=1))
-
-
-def test_profile_json_round_trip_and_errors(tmp_path):
+def test_profile_json_round_trip():
     p = noise.BUILTIN_PROFILES["gfx942"]
-    f = tmp_path / "p.json"
-    f.write_text(noise.profile_to_json(p, {"runs": 3}))
-    assert noise.load_profile(str(f)) == p
-    assert noise.load_profile("gfx950") is noise.BUILTIN_PROFILES["gfx950"]
-    bad = json.loads(f.read_text())
-    bad["floor_pct"] = "two"
-    f.write_text(json.dumps(bad))
-    with pytest.raises(PerfciError, match="floor_pct"):
-        noise.load_profile(str(f))
-    with pytest.raises(PerfciError, match="neither a built-in"):
-        noise.load_profile(str(tmp_path / "nope.json"))
+    data = json.loads(noise.profile_to_json(p, {"runs": 3}))
+    assert data["calibration"] == {"runs": 3}
+    assert noise.profile_from_dict(data, "p.json") == p
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d.update(floor_pct="two"), "key 'floor_pct' must be a number >= 0, got 'two'"),
+    (lambda d: d.update(floor_pct=-1), "key 'floor_pct' must be a number >= 0, got -1"),
+    (lambda d: d.update(floor_pct=True), "key 'floor_pct' must be a number >= 0, got True"),
+    (lambda d: d.update(name=3), "key 'name' must be a string"),
+    (lambda d: d.pop("suite_floor_pct"), "key 'suite_floor_pct' is missing"),
+])
+def test_profile_from_dict_names_the_source_and_the_bad_key(change, message):
+    data = json.loads(noise.profile_to_json(noise.BUILTIN_PROFILES["gfx942"]))
+    change(data)
+    with pytest.raises(PerfciError) as err:
+        noise.profile_from_dict(data, "p.json")
+    assert str(err.value) == f"p.json: {message}"
+
+
+def test_profile_from_dict_wants_an_object():
+    with pytest.raises(PerfciError, match="p.json: a noise profile must be a JSON object"):
+        noise.profile_from_dict([1, 2], "p.json")
+
+
+def test_profile_written_before_floor_us_still_converts():
+    data = json.loads(noise.profile_to_json(noise.BUILTIN_PROFILES["gfx950"]))
+    del data["floor_us"]
+    assert noise.profile_from_dict(data, "old.json").floor_us == 0.0
+
+
+def test_transition_band_is_strictly_between_memory_and_compute_bound():
+    assert [noise.in_transition_band(e) for e in (None, 0.0, 0.3, 1.0)] == [False, False, True, False]
+    p = noise.BUILTIN_PROFILES["gfx950"]
+    assert p.floor_for(0.3, True) == p.band_floor_pct and p.floor_for(1.0, True) == p.floor_pct
+    assert p.floor_for(0.3, False) == p.unclocked_band_floor_pct
 
 
 def test_floor_us_adds_a_share_of_the_base_time():
@@ -76,64 +84,3 @@ def test_floor_us_adds_a_share_of_the_base_time():
     assert p.floor_for(1.0, True, 1000.0) == pytest.approx(p.floor_pct + 0.05)
     assert p.floor_for(1.0, True) == p.floor_pct  # no base time: relative only
     assert noise.BUILTIN_PROFILES["gfx942"].floor_for(1.0, True, 10.0) == p.floor_pct
-
-
-def test_profile_files_written_before_floor_us_still_load(tmp_path):
-    data = json.loads(noise.profile_to_json(noise.BUILTIN_PROFILES["gfx950"]))
-    del data["floor_us"]
-    f = tmp_path / "old.json"
-    f.write_text(json.dumps(data))
-    assert noise.load_profile(str(f)).floor_us == 0.0
-
-
-def _aa_runs(count, seed, short_jitter_us=0.0, disturb=None):
-    """A/A runs of 40 long (500 us) and 40 short (10 us) memory-bound cases.
-
-    Every case moves run to run by ~1% (lognormal); the short ones also by
-    `short_jitter_us` of absolute noise. `disturb=(run, case)` scatters that
-    run's repeats of that case by ±30%.
-    """
-    import numpy as np
-
-    from perfci.model import ResultRow, ResultTable
-
-    rng = np.random.default_rng(seed)
-    shapes = [(1, 4096 + 64 * i, 4096) for i in range(80)]  # GEMV: memory-bound
-    base_us = [500.0] * 40 + [10.0] * 40
-    runs = []
-    for r in range(count):
-        rows = []
-        for i, ((m, n, k), t) in enumerate(zip(shapes, base_us)):
-            level = t * np.exp(rng.normal(0, 0.01)) + (rng.normal(0, short_jitter_us) if t < 100 else 0.0)
-            reps = level * np.exp(rng.normal(0, 0.003, 7))
-            if disturb == (r, i):
-                reps = level * np.exp(rng.uniform(-0.3, 0.3, 7))
-            rows.append(ResultRow(kernel="gemv", shape=f"{m}x{n}x{k}", dtype="bf16", status="ok",
-                                  m=m, n=n, k=k, median_us=float(np.median(reps)),
-                                  repeats_us=tuple(float(x) for x in reps), arch="gfx942"))
-        runs.append(ResultTable(path=f"aa{r}.csv", format="perfci", rows=tuple(rows)))
-    return runs
-
-
-def test_calibrate_puts_short_kernels_extra_noise_into_floor_us():
-    quiet = noise.calibrate(_aa_runs(5, seed=3)).profile
-    jittery = noise.calibrate(_aa_runs(5, seed=3, short_jitter_us=0.3)).profile
-    # The long cases set the relative floor either way; the short ones' extra
-    # ~0.3 us becomes the absolute part.
-    assert jittery.floor_pct == pytest.approx(quiet.floor_pct, rel=0.35)
-    assert jittery.floor_us > 0.5 and jittery.floor_us > 5 * quiet.floor_us
-    assert "us" in jittery.source
-
-
-def test_calibrate_leaves_out_disturbed_runs_and_counts_them():
-    cal = noise.calibrate(_aa_runs(3, seed=4, disturb=(1, 5)))
-    # case 5 of run 1 is in two of the three pairs
-    assert cal.n_disturbed == 2
-    assert "2 from a disturbed run left out" in cal.profile.source
-
-
-def test_calibrate_refuses_two_copies_of_one_run():
-    runs = _aa_runs(1, seed=5)
-    copy = replace(runs[0], path="elsewhere/aa0.csv")
-    with pytest.raises(PerfciError, match="same numbers"):
-        noise.calibrate([runs[0], copy])

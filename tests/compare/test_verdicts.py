@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare.verdicts import CompareOptions, compare
+from perfci.compare.comparison import CompareOptions
+from perfci.compare.verdicts import compare
 from perfci.results import ResultRow, ResultTable, read_results
 from perfci.compare.simulate import SimConfig, simulate_pair, without_clocks
 

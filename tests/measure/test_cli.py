@@ -31,6 +31,14 @@ def perfci(*args, env=None, cwd=ROOT, timeout=300):
                           cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
+def faulty_perfci(fault, *args, env=None):
+    """``perfci ARGS`` whose cases really crash, hang or run out of memory (tests/measure/faulty_worker.py)."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tests.measure.faulty_worker", "--perfci", fault, *args],
+                          capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120)
+
+
 def read_rows(path):
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
@@ -46,8 +54,8 @@ def tiny_suite(tmp_path):
 def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite):
     out = tmp_path / "r.csv"
     # Both cases crash; the second still runs, because every case has its own process.
-    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--iters", "60",
-                  "--repeats", "3", env={"PERFCI_TEST_FAULT": "segv"}, timeout=120)
+    proc = faulty_perfci("segv", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--iters", "60",
+                         "--repeats", "3")
     assert proc.returncode == 1, proc.stderr
     rows = read_rows(out)
     assert [r["status"] for r in rows] == ["error", "error"]
@@ -73,9 +81,8 @@ def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite):
 def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite):
     out, pid_file = tmp_path / "r.csv", tmp_path / "grandchild.pid"
     started = time.monotonic()
-    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--timeout", "8",
-                  "--filter", "M=8", env={"PERFCI_TEST_FAULT": "hang", "PERFCI_TEST_FAULT_PIDFILE": str(pid_file)},
-                  timeout=120)
+    proc = faulty_perfci("hang", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--timeout", "8",
+                         "--filter", "M=8", env={"FAULT_PIDFILE": str(pid_file)})
     assert time.monotonic() - started < 60
     assert proc.returncode == 1
     (row,) = read_rows(out)
@@ -86,8 +93,7 @@ def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite
 
 def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite):
     out = tmp_path / "r.csv"
-    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16",
-                  env={"PERFCI_TEST_FAULT": "oom"}, timeout=120)
+    proc = faulty_perfci("oom", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16")
     assert proc.returncode == 1
     (row,) = read_rows(out)
     assert row["status"] == "error" and row["message"] == "out of memory"
@@ -99,7 +105,7 @@ def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite):
     (["run", "smoke", "--out", "x.csv", "--iters", "10"], "--iters 10: use 60..80"),
     (["run", "smoke", "--out", "x.csv", "--filter", "M=999"], "no case of suite 'smoke' matches"),
     (["run", "smoke", "--out", "x.csv", "--shard", "5/4"], "--shard 5/4"),
-    (["run", "smoke"], "the following arguments are required: --out"),
+    (["run", "smoke"], "--out CSV is required"),
     (["run", "missing.toml", "--out", "x.csv"], "suite file missing.toml does not exist"),
     (["run", "smoke", "--out", "tests"], "--out tests: is a directory"),
     (["run", "smoke", "--out", "/proc/nope/x.csv"], "--out /proc/nope/x.csv: cannot write"),

@@ -16,8 +16,8 @@ from perfci.measure import telemetry
 from perfci.measure.telemetry import NullSource, Reading, Sampler, open_source, summarize
 from perfci.measure.telemetry import amd as amd_telemetry
 from perfci.measure.telemetry import nvidia as nvidia_telemetry
-from perfci.measure.telemetry.amd import (
-    AmdSmiCliSource,
+from perfci.measure.telemetry.amd import AmdSmiCliSource
+from perfci.measure.telemetry.amd_parsers import (
     amd_reading_from_metrics,
     amd_reading_from_text,
     parse_amdsmi_clock_text,

@@ -160,7 +160,8 @@ class Sampler:
     short to catch one (or a slow CLI source) gets the latest sample taken
     before it ended instead, so a repeat is never left without a value when the
     source can read one. Samples are kept only while a window is open, so a
-    long run does not grow memory.
+    long run does not grow memory. With ``interval_s`` 0 there is no thread: each
+    window reads the source once, when it closes (the least a poller can cost).
     """
 
     def __init__(self, source: TelemetrySource, interval_s: float = DEFAULT_INTERVAL_S) -> None:
@@ -175,7 +176,7 @@ class Sampler:
 
     # -- lifecycle
     def start(self) -> "Sampler":
-        if self._thread is None:
+        if self._thread is None and self.interval_s > 0:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="perfci-telemetry", daemon=True)
             self._thread.start()
@@ -200,6 +201,10 @@ class Sampler:
         return Window(self)
 
     def _close_window(self, window: Window, t0: float, t1: float) -> WindowSummary:
+        if self.interval_s <= 0:
+            with self._lock:
+                self._open_windows = max(0, self._open_windows - 1)
+            return summarize([self._read()])
         with self._lock:
             inside = [r for t, r in self._samples if t0 <= t <= t1]
             if not inside:
@@ -214,20 +219,24 @@ class Sampler:
         with self._lock:
             return self._samples[-1][1] if self._samples else None
 
+    def _read(self) -> Reading:
+        try:
+            reading = self.source.read()
+            if not isinstance(reading, Reading):
+                raise TypeError(f"read() returned {type(reading).__name__}, not Reading")
+        except Exception as exc:  # noqa: BLE001 - a broken source must not end sampling
+            message = f"{type(exc).__name__}: {exc}"
+            if message not in self.errors:
+                self.errors.append(message)
+                log.warning("telemetry source %s failed: %s", getattr(self.source, "name", "?"), message)
+            reading = NULL_READING
+        return reading
+
     # -- thread
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                reading = self.source.read()
-                if not isinstance(reading, Reading):
-                    raise TypeError(f"read() returned {type(reading).__name__}, not Reading")
-            except Exception as exc:  # noqa: BLE001 - a broken source must not end sampling
-                message = f"{type(exc).__name__}: {exc}"
-                if message not in self.errors:
-                    self.errors.append(message)
-                    log.warning("telemetry source %s failed: %s", getattr(self.source, "name", "?"), message)
-                reading = NULL_READING
+            reading = self._read()
             # Stamped when the value arrived: a slow CLI read describes the GPU
             # as of its end more than as of its start.
             finished = time.monotonic()
