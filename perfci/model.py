@@ -152,6 +152,8 @@ class ResultRow:
     message: str = ""
     line: int = 0  # line in the source file, for error messages downstream
     timer: str = ""  # events | profiler | host; empty in files written before the column
+    clock_source: str = ""  # device | nvml | amdsmi | ...; empty before schema 2
+    stalls: int = 0  # repeat attempts that stalled while measuring this case
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -21,16 +21,18 @@ from typing import Iterable, Mapping, Sequence
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, read_input_text
+from perfci.roofline import throughput
 from perfci.model import STATUSES, CaseResult, Environment, ResultRow, ResultTable  # noqa: F401 - re-exported
 
-SCHEMA_VERSION = "1"
+# 2: clock_source, gate and stalls (2026-11-30); files of schema 1 read as before.
+SCHEMA_VERSION = "2"
 
 # The columns a perfci results CSV always has, in order. The ones a reader wants
 # first (what, how fast) come first, so the file reads well in a terminal.
 COLUMNS = (
     "kernel", "shape", "dtype", "M", "N", "K",
     "median_us", "repeats_us", "iters", "timer", "tflops", "tbps", "roofline_pct",
-    "sclk_mhz", "temp_c", "power_w", "throttled",
+    "sclk_mhz", "temp_c", "power_w", "throttled", "clock_source", "gate", "stalls",
     "status", "message", "weight", "group", "rel_error",
     "arch", "device_name", "vendor", "driver", "runtime",
     "torch", "triton", "perfci", "git_sha", "host", "timestamp", "suite", "schema",
@@ -61,14 +63,11 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
     """Flatten one measured case into CSV cells (strings)."""
     spec = result.spec
     median = result.median_us
-    tflops = spec.flops / (median * 1e-6) / 1e12 if median else None
-    tbps = spec.min_bytes / (median * 1e-6) / 1e12 if median else None
-    roofline = None
-    if median and peak_tflops and peak_tbps:
-        # Roofline: the time the case must take at best is the larger of its
-        # compute time and its memory time at the device's peaks.
-        floor_s = max(spec.flops / (peak_tflops * 1e12), spec.min_bytes / (peak_tbps * 1e12))
-        roofline = 100.0 * floor_s / (median * 1e-6)
+    tflops = tbps = roofline = None
+    if median:
+        peaks = (peak_tflops, peak_tbps) if peak_tflops and peak_tbps else None
+        tp = throughput(spec, median, peaks)
+        tflops, tbps, roofline = tp.tflops, tp.tbps, tp.roofline_pct
     reps = result.repeats
     return {
         "kernel": spec.label, "shape": spec.shape, "dtype": spec.dtype,
@@ -83,6 +82,8 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
         "power_w": _fmt_list((r.power_w for r in reps), 0),
         "throttled": "" if all(r.throttled is None for r in reps) else ";".join(
             "" if r.throttled is None else str(int(r.throttled)) for r in reps),
+        "clock_source": result.clock_source, "gate": result.gate,
+        "stalls": str(result.stalls) if result.status == "ok" and result.timer != "host" else "",
         "status": result.status,
         "message": " ".join(result.message.split()),
         "weight": f"{spec.weight:g}", "group": spec.group,
@@ -273,6 +274,8 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         arch=cells.text("arch", required=False), device_name=cells.text("device_name", required=False),
         git_sha=cells.text("git_sha", required=False), message=cells.text("message", required=False),
         line=cells.line, timer=cells.text("timer", required=False),
+        clock_source=cells.text("clock_source", required=False),
+        stalls=cells.integer("stalls") or 0,
     )
 
 

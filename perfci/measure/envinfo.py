@@ -124,9 +124,12 @@ def git_sha(path: str | None = None) -> str:
     """SHA of the checkout containing ``path`` (default cwd), ``-dirty`` if tracked files changed.
 
     Untracked files do not count: perfci writes result files into the checkout
-    and they must not mark every run dirty. "" when not a repository or when
-    gitpython is missing; never raises.
+    and they must not mark every run dirty. A tree copied without its ``.git``
+    (a container build, a copy to a test machine) has no SHA to read: then
+    ``$PERFCI_GIT_SHA``, when the caller sets it, says which commit it was.
+    "" otherwise, or when gitpython is missing; never raises.
     """
+    given = os.environ.get("PERFCI_GIT_SHA", "").strip()
     try:
         import git  # type: ignore[import-not-found]
 
@@ -134,7 +137,7 @@ def git_sha(path: str | None = None) -> str:
         sha = repo.head.commit.hexsha
         return sha + "-dirty" if repo.is_dirty(untracked_files=False) else sha
     except Exception:
-        return ""
+        return given
 
 
 def _cpu_name() -> str:

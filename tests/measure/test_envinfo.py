@@ -37,7 +37,8 @@ def test_parse_rocm_smi_driver_recorded():
 
 
 # --------------------------------------------------------------------------- git
-def test_git_sha_clean_dirty_and_not_a_repo(tmp_path):
+def test_git_sha_clean_dirty_and_not_a_repo(tmp_path, monkeypatch):
+    monkeypatch.delenv("PERFCI_GIT_SHA", raising=False)
     git = pytest.importorskip("git")
     assert git_sha(str(tmp_path)) == ""
     repo = git.Repo.init(tmp_path)
@@ -53,8 +54,21 @@ def test_git_sha_clean_dirty_and_not_a_repo(tmp_path):
 
 
 def test_git_sha_without_gitpython_is_empty(monkeypatch):
+    monkeypatch.delenv("PERFCI_GIT_SHA", raising=False)
     monkeypatch.setitem(sys.modules, "git", None)
     assert git_sha() == ""
+
+
+def test_a_tree_copied_without_git_takes_the_sha_it_is_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFCI_GIT_SHA", "0123abcd")
+    assert git_sha(str(tmp_path)) == "0123abcd"  # not a repository: the caller's word
+    git = pytest.importorskip("git")
+    repo = git.Repo.init(tmp_path)
+    (tmp_path / "a.txt").write_text("1")
+    repo.index.add(["a.txt"])
+    actor = git.Actor("perfci test", "test@example.invalid")
+    commit = repo.index.commit("first", author=actor, committer=actor)
+    assert git_sha(str(tmp_path)) == commit.hexsha  # a real checkout always wins
 
 
 # --------------------------------------------------------------------------- collect_environment
