@@ -58,6 +58,9 @@ class CaseComparison:
     n_cur: int = 0
     clock_exponent: float | None = None
     clock_normalized: bool = False
+    # cycles | time | "time, levels in cycles": the repeats were judged in time
+    # because their clocks did not explain their spread; each run's median clock still counted
+    clock_space: str = ""
     weight: float = 1.0
     base_status: str = ""
     cur_status: str = ""

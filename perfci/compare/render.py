@@ -17,7 +17,8 @@ MARK = {"regressed": "!!", "broken": "XX", "improved": "++", "inconclusive": "??
         "unchanged": "~", "fixed": "ok", "skipped": "-", "added": "+", "removed": "-"}
 CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "adj_ratio", "ci_low", "ci_high",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",
-              "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason", "spread_base_pct", "spread_cur_pct", "disturbed")
+              "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason", "spread_base_pct", "spread_cur_pct", "disturbed",
+              "clock_space")
 
 
 def _pct(r: float | None) -> str:

@@ -97,6 +97,7 @@ class _Prepared:
     normalized: bool
     shift: float  # HL shift before the common mode
     own_clock: float | None = None  # log ratio of this case's own median clocks, cur/base
+    repeat_clocks: bool = True  # False: repeats judged in time, only the runs' levels in cycles
 
 
 def _own_clock_shift(b: ResultRow, c: ResultRow) -> float | None:
@@ -123,6 +124,7 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
     # ones in cycles, memory-bound ones in time because the clock does not drive
     # them. Either way it gets the clocked floor.
     normalized = False
+    repeat_clocks = True
     if opts.clock_normalize and known and own is not None:
         cb, cc = _clocks(b, lb.size), _clocks(c, lc.size)
         limited = _power_limited(b) or _power_limited(c)
@@ -132,13 +134,31 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
             # clock must not be divided out. Repeats are moved to their run's
             # median clock; the level moves by what the device's other
             # power-limited cases saw.
-            lb = lb + e * (cb - np.median(cb))
-            lc = lc + e * (cc - np.median(cc) + device_clock[True])
+            level_b, level_c = 0.0, e * device_clock[True]
         else:
-            lb, lc = lb + e * cb, lc + e * cc
+            level_b, level_c = e * float(np.median(cb)), e * float(np.median(cc))
+        per_repeat_b = lb + e * (cb - np.median(cb)) + level_b
+        per_repeat_c = lc + e * (cc - np.median(cc)) + level_c
+        # Per-repeat clocks only where they explain the repeats' spread: a clock
+        # read badly, or flat while the times scatter, would widen the interval
+        # with clock noise. Then the repeats are judged in time and only each
+        # run's level is moved by its median clock, which cannot widen anything.
+        repeat_clocks = _width(per_repeat_b, per_repeat_c) <= _width(lb, lc) * (1.0 + 1e-9)
+        if repeat_clocks:
+            lb, lc = per_repeat_b, per_repeat_c
+        else:
+            lb, lc = lb + level_b, lc + level_c
         normalized = True
     shift = float(np.median(lc[:, None] - lb[None, :]))
-    return _Prepared(b, c, lb, lc, e, known, normalized, shift, own)
+    return _Prepared(b, c, lb, lc, e, known, normalized, shift, own, repeat_clocks)
+
+
+def _width(base: np.ndarray, cur: np.ndarray) -> float:
+    """Width of the Hodges-Lehmann interval of cur - base (what the verdict rests on)."""
+    if base.size < 2 or cur.size < 2:
+        return 0.0
+    shift = stats.hodges_lehmann(base, cur)
+    return shift.high - shift.low
 
 
 def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOptions) -> list[_Prepared]:
@@ -296,7 +316,7 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
         ratio=p.cur.median_us / p.base.median_us,
         p_value=pv, q_value=qv, floor_pct=100.0 * math.expm1(floor), n_base=n1, n_cur=n2,
         clock_exponent=p.exponent if p.exponent_known else None, clock_normalized=p.normalized,
-        weight=p.base.weight, base_status="ok", cur_status="ok")
+        clock_space=_clock_space(p), weight=p.base.weight, base_status="ok", cur_status="ok")
     if n1 == 1 or n2 == 1:
         # One value a side (FlyDSL): no spread to test, so the floor alone decides.
         est = p.shift - offset
@@ -333,6 +353,12 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if significant:
         return replace(base, verdict="inconclusive", reason="significant, but the interval straddles the floor")
     return replace(base, verdict="inconclusive", reason="not significant, interval reaches past the floor")
+
+
+def _clock_space(p: _Prepared) -> str:
+    if not p.normalized or p.exponent == 0.0:
+        return "time"
+    return "cycles" if p.repeat_clocks else "time, levels in cycles"
 
 
 def _disturbed_side(spread_base: float, spread_cur: float, opts: CompareOptions) -> str | None:
@@ -417,6 +443,11 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
     elif n_driven:
         notes.append(f"{n_norm} of {n_driven} clock-driven cases compared in cycles (time x clock); "
                      "memory-bound cases in time")
+        weak = sum(p.normalized and p.exponent > 0 and not p.repeat_clocks for p in prepared)
+        if weak:
+            notes.append(f"{weak} of them with their repeats in time: the per-repeat clocks did not "
+                         f"explain the repeats' spread (a clock read apart from the kernels, or flat), "
+                         f"so only each run's median clock moved them")
     if cm.method == "none":
         if opts.common_mode:
             notes.append(f"only {cm.n_cases} comparable cases: no common mode estimated, each case "

@@ -1,4 +1,5 @@
 """Verdict logic on simulated suites (seeded) and on hand-made rows."""
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -230,3 +231,42 @@ def test_a_scattered_baseline_asks_for_a_new_baseline():
     res = compare(scattered, tight, options=CompareOptions(min_effect_pct=5.0))
     assert res.cases[0].verdict == "inconclusive" and res.cases[0].disturbed == "base"
     assert any("record it again" in n for n in res.notes)
+
+
+def _interval_width(case):
+    return math.log(case.ci_high) - math.log(case.ci_low)  # in log space, where a level shift is free
+
+
+def test_per_repeat_clocks_are_used_only_where_they_explain_the_spread():
+    # A compute-bound case (4096^3 bf16 on gfx950) whose slow repeat ran at a low clock:
+    # in cycles the repeats agree, so the interval is narrower than in time.
+    slow_repeat = (100.0, 100.4, 99.8, 109.0, 100.1, 99.9, 100.2)
+    its_clocks = (2000.0, 1992.0, 2004.0, 1835.0, 1998.0, 2002.0, 1996.0)
+    steady = (100.1, 99.9, 100.0, 100.2, 99.8, 100.1, 100.0)
+    flat = (2000.0,) * 7
+    explained = compare(_table([_row(reps=steady, clocks=flat)]),
+                        _table([_row(reps=slow_repeat, clocks=its_clocks)]),
+                        options=CompareOptions(common_mode=False))
+    case = explained.cases[0]
+    assert case.clock_space == "cycles"
+    raw = compare(_table([_row(reps=steady, clocks=flat)]), _table([_row(reps=slow_repeat, clocks=flat)]),
+                  options=CompareOptions(common_mode=False)).cases[0]
+    assert _interval_width(case) < _interval_width(raw)
+
+
+def test_clock_noise_never_widens_the_interval_beyond_raw_time():
+    # The same times, but clocks that scatter without any relation to them (read
+    # apart from the kernels): judging in cycles would widen the interval.
+    times = (100.1, 99.9, 100.0, 100.2, 99.8, 100.1, 100.0)
+    noisy = (1850.0, 2010.0, 1920.0, 2080.0, 1890.0, 1990.0, 1960.0)
+    also_noisy = (2050.0, 1880.0, 1990.0, 1900.0, 2070.0, 1930.0, 2000.0)
+    res = compare(_table([_row(reps=times, clocks=noisy)]), _table([_row(reps=times, clocks=also_noisy)]),
+                  options=CompareOptions(common_mode=False))
+    case = res.cases[0]
+    in_time = compare(_table([_row(reps=times)]), _table([_row(reps=times)]),
+                      options=CompareOptions(common_mode=False)).cases[0]
+    assert case.clock_space == "time, levels in cycles"
+    assert _interval_width(case) == pytest.approx(_interval_width(in_time))
+    assert any("repeats in time" in note for note in res.notes)
+    # The runs' levels still count: cur's median clock is 1.0% higher, so in cycles it is 1% slower.
+    assert case.adj_ratio == pytest.approx(1990.0 / 1960.0, rel=1e-6)
