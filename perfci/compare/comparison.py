@@ -82,6 +82,7 @@ class SuiteShift:
     clock_normalized: bool
     verdict: str  # regressed | improved | unchanged | inconclusive | n/a
     floor_pct: float
+    time_pct: float = 0.0  # the suite's median shift in raw time, percent
 
 
 @dataclass(frozen=True)

@@ -415,13 +415,18 @@ def _suite_verdict(cm: stats.CommonMode, prepared: Sequence[_Prepared], profile:
     if cm.method == "none":
         return SuiteShift(mem, comp, overall, cm.method, clocked, "n/a", floor_pct)
     worst = max((mem, comp), key=abs) if cm.method == "split" else overall
+    # What a user's job feels is time: a suite that moved in cycles but not in
+    # time saw its clock readings move, not its kernels (seen on the H200: two
+    # A/A nights 12% apart in cycles, 0.5% in time).
+    time_pct = 100.0 * math.expm1(float(np.median([math.log(p.cur.median_us / p.base.median_us)
+                                                   for p in prepared])))
     if abs(worst) <= floor_pct:
         verdict = "unchanged"
-    elif clocked:
+    elif clocked and abs(time_pct) > floor_pct and (time_pct > 0) == (worst > 0):
         verdict = "regressed" if worst > 0 else "improved"
     else:
         verdict = "inconclusive"
-    return SuiteShift(mem, comp, overall, cm.method, clocked, verdict, floor_pct)
+    return SuiteShift(mem, comp, overall, cm.method, clocked, verdict, floor_pct, time_pct)
 
 
 def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: CompareOptions,
@@ -461,10 +466,15 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
             line = f"common mode ({what}): every case {suite.overall_pct:+.1f}%"
         if suite.verdict in ("regressed", "improved", "inconclusive"):
             size = f"{abs(suite.overall_pct):.0f}% {'slower' if suite.overall_pct > 0 else 'faster'}"
-            cause = ("not the core clock (clock-normalized): a driver, firmware or shared code change?"
-                     if suite.clock_normalized else
-                     "clocks, driver or a shared change? (no clock telemetry to tell them apart)")
-            line += f" -- the suite runs {size}: {cause}"
+            if suite.clock_normalized and suite.verdict == "inconclusive":
+                line += (f" -- the suite runs {size} in cycles but {suite.time_pct:+.1f}% in time: the "
+                         f"clock readings moved, not the kernels; check the clock source on both sides")
+            elif suite.clock_normalized:
+                line += (f" -- the suite runs {size}: not the core clock (clock-normalized): a driver, "
+                         f"firmware or shared code change?")
+            else:
+                line += (f" -- the suite runs {size}: clocks, driver or a shared change? (no clock "
+                         f"telemetry to tell them apart)")
         notes.append(line + "; cases are judged on their residual from it")
     if opts.fdr and n_tested:
         floor_p = stats.min_pvalue(*_typical_n(prepared))
