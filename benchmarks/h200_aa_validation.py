@@ -1,9 +1,9 @@
 """perfci compare on real H200 noise: false alarms on A/A runs, and power on planted shifts.
 
 Inputs (all measured on the lent H200, none simulated):
-  decode: baselines/h200/decode.csv and two later runs of the same code
+  decode: baselines/h200/2026-11-29/decode.csv and two later runs of the same code
           (benchmarks/results/h200-2026-11-29b/call3/decode-aa{1,2}.csv): 3 pairs;
-  prefill: baselines/h200/prefill.csv and .../call3/prefill-aa1.csv: 1 pair.
+  prefill: baselines/h200/2026-11-29/prefill.csv and .../call3/prefill-aa1.csv: 1 pair.
 1. A/A: every regressed/improved verdict between runs of unchanged code is a
    false alarm; counted with the disturbed-run guard on and off.
 2. Held out: the runs grouped as nights (night 0 = both baselines, night 1 =
@@ -33,8 +33,8 @@ from perfci.results import read_results  # noqa: E402
 
 AA = ROOT / "benchmarks" / "results" / "h200-2026-11-29b" / "call3"
 SUITES = {
-    "decode": [ROOT / "baselines/h200/decode.csv", AA / "decode-aa1.csv", AA / "decode-aa2.csv"],
-    "prefill": [ROOT / "baselines/h200/prefill.csv", AA / "prefill-aa1.csv"],
+    "decode": [ROOT / "baselines/h200/2026-11-29/decode.csv", AA / "decode-aa1.csv", AA / "decode-aa2.csv"],
+    "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv", AA / "prefill-aa1.csv"],
 }
 CLASSES = ((0, 15, "< 15 us"), (15, 100, "15-100 us"), (100, float("inf"), ">= 100 us"))
 STEPS = (3.0, 5.0, 10.0)

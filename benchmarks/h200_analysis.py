@@ -102,9 +102,9 @@ def truth() -> list[str]:
 
 
 def main() -> None:
-    decode = pd.read_csv(ROOT / "baselines" / "h200" / "decode.csv")
-    prefill = pd.read_csv(ROOT / "baselines" / "h200" / "prefill.csv")
-    print("## Kernels against torch.matmul (H200, baselines/h200)\n")
+    decode = pd.read_csv(ROOT / "baselines" / "h200" / "2026-11-29" / "decode.csv")
+    prefill = pd.read_csv(ROOT / "baselines" / "h200" / "2026-11-29" / "prefill.csv")
+    print("## Kernels against torch.matmul (H200, baselines/h200/2026-11-29)\n")
     print("### decode\n")
     print("\n".join(vendor_ratios(decode)))
     print("\n### prefill\n")
