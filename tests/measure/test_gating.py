@@ -92,7 +92,8 @@ def test_stamp_rows_skip_programs_that_never_wrote():
 
 
 @pytest.mark.parametrize("measured, vendor, nominal", [
-    (999_824_052.0, "nvidia", 1e9), (100.9e6, "amd", 100e6), (25.1e6, "amd", 25e6), (61e6, "amd", 61e6)])
+    (999_824_052.0, "nvidia", 1e9), (0.96e9, "nvidia", 1e9), (100.9e6, "amd", 100e6), (25.1e6, "amd", 25e6),
+    (61e6, "amd", 61e6), (0.88e9, "nvidia", 0.88e9)])
 def test_timer_rate_snaps_to_the_nominal_one(measured, vendor, nominal):
     assert gating.snap_timer_hz(measured, vendor) == nominal
 
