@@ -156,6 +156,7 @@ def _measure(runner, suite_name, cases, out_path, log_path=None):
     if log_path:
         open(log_path, "w").close()  # one run per log, not an accumulation
     console = Console(total=len(cases))
+    shown: set[str] = set()
 
     def on_start(index, spec):
         console.describe(f"{spec.label} {spec.shape} {spec.dtype}")
@@ -175,6 +176,10 @@ def _measure(runner, suite_name, cases, out_path, log_path=None):
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps({"kernel": row["kernel"], "shape": row["shape"], "dtype": row["dtype"],
                                       **{k: v for k, v in raw.items() if k != "env"}}) + "\n")
+        for note in raw.get("hold_notes", ()):
+            if note not in shown:  # a changed method is said once, never silently
+                shown.add(note)
+                console.note(f"perfci run: {note}")
         console.line(progress_line(index, len(cases), result))
         console.advance()
 
