@@ -449,3 +449,11 @@ def get_backend(name: str) -> Backend:
         return BACKENDS[name]
     except KeyError:
         raise PerfciError(f"unknown kernel '{name}'; known: {', '.join(sorted(BACKENDS))}") from None
+
+
+def check_case(spec: CaseSpec) -> str | None:
+    """Why no registered kernel can take ``spec``, or None (pure: suites call it without a GPU)."""
+    backend = BACKENDS.get(spec.kernel)
+    if backend is None:
+        return f"unknown kernel '{spec.kernel}'; known: {', '.join(sorted(BACKENDS))}"
+    return backend.check(spec)

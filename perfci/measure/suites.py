@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.measure.backends import check_case
 from perfci.model import DTYPES, CaseSpec
 
 try:
@@ -113,7 +114,7 @@ def load_suite(name_or_path: str, root: Path | None = None,
 def parse_suite(data: Mapping[str, object], path: str,
                 check: Callable[[CaseSpec], str | None] | None = None) -> Suite:
     if check is None:
-        check = backend_check
+        check = check_case
     unknown = set(data) - SUITE_KEYS
     if unknown:
         raise PerfciError(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}; "
@@ -142,22 +143,6 @@ def parse_suite(data: Mapping[str, object], path: str,
         seen[case.key] = 1
     return Suite(name=name, description=str(data.get("description", "")), path=path,
                  devices=devices, cases=tuple(cases))
-
-
-def backend_check(spec: CaseSpec) -> str | None:
-    """Why the registered kernel cannot take ``spec``, or None."""
-    from perfci.measure.backends import BACKENDS
-
-    backend = BACKENDS.get(spec.kernel)
-    if backend is None:
-        return f"unknown kernel '{spec.kernel}'; known: {', '.join(sorted(BACKENDS))}"
-    if spec.dtype not in backend.dtypes:
-        return f"{spec.kernel} does not support dtype {spec.dtype} (it takes {', '.join(backend.dtypes)})"
-    unknown = set(spec.variant) - set(backend.variant_keys)
-    if unknown:
-        allowed = ", ".join(sorted(backend.variant_keys)) or "none"
-        return f"{spec.kernel} has no variant key(s) {', '.join(sorted(unknown))} (allowed: {allowed})"
-    return backend.check(spec)
 
 
 def _as_list(value: object, where: str, kind: type) -> list:
