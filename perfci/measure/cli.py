@@ -13,13 +13,17 @@ from perfci.measure.render import progress_line
 from perfci.model import CaseResult
 
 DESCRIPTION = """\
-Measure every case of SUITE, each in its own process, and write one CSV row per
-case (see README, 'Results CSV').
+Measure every case of SUITE in a worker process (a case that crashes, hangs or
+errors costs only its worker; see --isolation) and write one CSV row per case
+(see README, 'Results CSV').
 
 Per case: fresh random-normal inputs are checked against an fp32 torch reference
 (a wrong kernel is recorded as status=fail, never timed); then the kernel warms
 up until the core clock settles, and runs REPEATS x ITERS timed launches, each
 between device events, with the last-level cache flushed before every launch.
+On a GPU each repeat is enqueued while a gate kernel holds the device, so host
+time never lands inside a measurement (the stalls column says if it did), and
+the repeat's core clock is read from the device's own counters.
 A repeat's value is the median of its launches; the case's value is the median
 of the repeat values, and all repeat values are kept for 'perfci compare'.
 
