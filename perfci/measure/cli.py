@@ -55,6 +55,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--filter", metavar="EXPR", help="keep matching cases: 'M<=16', 'kernel~splitk*,dtype=bf16', "
                    "'group=seed002-qkv', or a glob over 'kernel shape dtype group'")
     p.add_argument("--shard", metavar="I/N", help="run the I-th of N interleaved slices (1-based)")
+    p.add_argument("--cases", metavar="FILE",
+                   help="run only the cases FILE names: a 'perfci compare --format json' output (its cases "
+                        "that are not unchanged) or lines of kernel,shape,dtype")
     p.add_argument("--iters", type=int, default=70, metavar="N",
                    help="timed launches per repeat, 60..80 (default: 70)")
     p.add_argument("--repeats", type=int, default=7, metavar="R",
@@ -99,7 +102,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from perfci.measure.suites import load_suite, parse_shard, project_root, select_cases
+    from perfci.measure.suites import load_case_keys, load_suite, parse_shard, project_root, select_cases
 
     if not 60 <= args.iters <= 80:
         raise PerfciError(f"--iters {args.iters}: use 60..80 launches per repeat (median of 7 repeats "
@@ -115,7 +118,11 @@ def main(args: argparse.Namespace) -> int:
     root = project_root()
     suite = load_suite(args.suite, root)
     shard = parse_shard(args.shard) if args.shard else None
-    cases = select_cases(suite.cases, args.filter, shard)
+    keys = load_case_keys(args.cases) if args.cases else None
+    cases = select_cases(suite.cases, args.filter, shard, keys)
+    if keys is not None and not keys:
+        print(f"--cases {args.cases}: no case to run (every case was unchanged)", file=sys.stderr)
+        return EXIT_OK
     if not cases:
         raise PerfciError(f"no case of suite '{suite.name}' matches the filter/shard")
     if args.list:

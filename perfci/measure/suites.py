@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import json
 import operator
 import os
 import re
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.files import read_input_text
 from perfci.measure.backends import check_case
 from perfci.model import DTYPES, CaseSpec
 
@@ -255,10 +257,56 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
+def load_case_keys(path: str) -> list[tuple[str, str, str]]:
+    """The cases a file names, for ``perfci run --cases``.
+
+    Either a ``perfci compare --format json`` output (its cases that are not
+    ``unchanged``: what a nightly wants confirmed), or lines of
+    ``kernel,shape,dtype`` (or ``perfci run --list``'s tab-separated lines);
+    ``#`` starts a comment.
+    """
+    text = read_input_text(path, "case list")
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            raise PerfciError(f"--cases {path}: not valid JSON ({err})") from None
+        cases = data.get("cases") if isinstance(data, dict) else None
+        if not isinstance(cases, list):
+            raise PerfciError(f"--cases {path}: a JSON case list is a 'perfci compare --format json' output")
+        keys = []
+        for i, case in enumerate(cases):
+            if not isinstance(case, dict) or not all(isinstance(case.get(f), str) for f in ("kernel", "shape", "dtype")):
+                raise PerfciError(f"--cases {path}: cases[{i}] has no kernel, shape and dtype")
+            if case.get("verdict") != "unchanged":
+                keys.append((case["kernel"], case["shape"], case["dtype"]))
+        return keys
+    keys = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = [p.strip() for p in re.split(r"[,\t]", line)]
+        if len(parts) < 3 or not all(parts[:3]):
+            raise PerfciError(f"--cases {path}: line {number}: expected kernel,shape,dtype, got {line!r}")
+        keys.append((parts[0], parts[1], parts[2]))
+    return keys
+
+
 def select_cases(cases: Sequence[CaseSpec], filter_expr: str | None = None,
-                 shard: tuple[int, int] | None = None) -> list[CaseSpec]:
-    """Filter, then take every N-th case so shards get a similar mix of sizes."""
+                 shard: tuple[int, int] | None = None,
+                 keys: Sequence[tuple[str, str, str]] | None = None) -> list[CaseSpec]:
+    """Keep the cases ``keys`` names (in the suite's order), filter, then take every
+    N-th case so shards get a similar mix of sizes."""
     chosen = list(cases)
+    if keys is not None:
+        known = {c.key for c in chosen}
+        missing = [k for k in dict.fromkeys(keys) if k not in known]
+        if missing:
+            shown = ", ".join(" ".join(k) for k in missing[:3]) + (" ..." if len(missing) > 3 else "")
+            raise PerfciError(f"--cases: {len(missing)} case(s) are not in this suite: {shown}")
+        wanted = set(keys)
+        chosen = [c for c in chosen if c.key in wanted]
     if filter_expr:
         keep = make_filter(filter_expr)
         chosen = [c for c in chosen if keep(c)]

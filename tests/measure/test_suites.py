@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from perfci.errors import PerfciError
@@ -112,3 +114,38 @@ def test_shards_partition_the_cases():
     for bad in ("0/4", "5/4", "2", "a/b"):
         with pytest.raises(PerfciError):
             parse_shard(bad)
+
+
+# --------------------------------------------------------------------------- --cases
+
+
+def test_cases_from_a_compare_json_are_those_not_unchanged(tmp_path):
+    from perfci.measure.suites import load_case_keys
+
+    path = tmp_path / "verdicts.json"
+    path.write_text(json.dumps({"cases": [
+        {"kernel": "gemv", "shape": "1x64x64", "dtype": "fp32", "verdict": "regressed"},
+        {"kernel": "torch_matmul", "shape": "8x16x32", "dtype": "fp32", "verdict": "unchanged"},
+        {"kernel": "torch_matmul", "shape": "16x16x32", "dtype": "fp32", "verdict": "inconclusive"}]}))
+    assert load_case_keys(str(path)) == [("gemv", "1x64x64", "fp32"), ("torch_matmul", "16x16x32", "fp32")]
+
+
+def test_cases_from_lines_accept_run_list_output_and_comments(tmp_path):
+    from perfci.measure.suites import load_case_keys
+
+    path = tmp_path / "keys.txt"
+    path.write_text("# confirm these\ngemv,1x64x64,fp32\ntorch_matmul\t8x16x32\tfp32\tgroup-a\n\n")
+    assert load_case_keys(str(path)) == [("gemv", "1x64x64", "fp32"), ("torch_matmul", "8x16x32", "fp32")]
+    path.write_text("gemv 1x64x64\n")
+    with pytest.raises(PerfciError, match="line 1: expected kernel,shape,dtype"):
+        load_case_keys(str(path))
+
+
+def test_select_cases_keeps_exactly_the_named_ones_and_refuses_unknown_keys():
+    from perfci.measure.suites import select_cases
+
+    suite = load_suite("smoke")
+    first, last = suite.cases[0], suite.cases[-1]
+    assert select_cases(suite.cases, keys=[last.key, first.key]) == [first, last]  # suite order
+    with pytest.raises(PerfciError, match="1 case\\(s\\) are not in this suite: nope 1x1x1 fp32"):
+        select_cases(suite.cases, keys=[first.key, ("nope", "1x1x1", "fp32")])
