@@ -40,6 +40,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from perfci.bisect import cli as bisect_cli
     from perfci.compare import cli as compare_cli
+    from perfci.confirm import cli as confirm_cli
+    from perfci.history import cli as history_cli
     from perfci.measure import cli as run_cli
 
     parser = _Parser(
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfci {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (run_cli, compare_cli, bisect_cli):
+    for module in (run_cli, compare_cli, confirm_cli, bisect_cli, history_cli):
         module.add_parser(sub)
     return parser
 

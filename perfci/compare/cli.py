@@ -48,6 +48,11 @@ noise the repeats cannot see (the 7 repeats share one run's clock):
 inputs: perfci CSV, FlyDSL CSV (one value per case: threshold-only verdicts),
 pytest-benchmark JSON (stats.data as repeats).
 
+a history store as BASE (a directory from `perfci history add`): each case is
+judged against its own last K ok nights (--nights, default 5), with its
+night-to-night spread measured from them (a prediction interval, in time)
+instead of the fixed floor one run against one run needs; see docs/history.md.
+
 exit codes:
   0  no regression
   1  at least one case regressed or broke (or a clocked suite-wide regression)
@@ -58,6 +63,7 @@ examples:
   perfci compare base.csv cur.csv
   perfci compare base.csv cur.csv --format markdown >> $GITHUB_STEP_SUMMARY
   perfci compare base.csv cur.csv --noise-profile gfx942 --plot forest.png --strict
+  perfci compare history/ cur.csv --nights 5     # against the last 5 nights of a history store
 
 GitHub Actions step:
   - run: perfci compare baselines/mi355x.csv cur.csv --format markdown >> $GITHUB_STEP_SUMMARY
@@ -80,7 +86,9 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "compare", help="judge a run against a baseline (noise-aware, exit 1 on regression)",
         description=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", metavar="BASE", help="baseline results (CSV or pytest-benchmark JSON)")
+    p.add_argument("base", metavar="BASE",
+                   help="baseline results (CSV or pytest-benchmark JSON), or a history store directory "
+                        "(`perfci history add`): then CUR is judged against its last --nights runs")
     p.add_argument("cur", metavar="CUR", help="current results")
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
     p.add_argument("--plot", metavar="OUT.png", help="also write a forest plot")
@@ -92,6 +100,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--min-effect", type=percentage, metavar="PCT",
                    help="use PCT%% as every case's floor instead of the profile's")
     p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
+    p.add_argument("--nights", type=_nights, metavar="K",
+                   help="BASE a history store: pool each case's last K ok runs (default 5)")
     p.add_argument("--no-clock-normalization", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-common-mode", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(handler=main)
@@ -112,13 +122,20 @@ def main(args) -> int:
     from perfci.compare.render import RENDERERS, plot
     from perfci.compare.verdicts import compare
 
-    base = read_any(args.base)
-    cur = read_any(args.cur)
     profile = read_profile(args.noise_profile) if args.noise_profile else None
     opts = CompareOptions(alpha=args.alpha, min_effect_pct=args.min_effect, arch=args.arch,
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
-    result = compare(base, cur, profile, opts)
+    if os.path.isdir(args.base):
+        # A history store: tonight against the last K nights (perfci/history/pooled.py).
+        from perfci.history.cli import pooled_comparison
+
+        result = pooled_comparison(args.base, args.cur, profile, opts, args.nights)
+    else:
+        if args.nights is not None:
+            raise PerfciError(f"--nights: {args.base} is a file; --nights pools the runs of a history "
+                              f"store (a directory made by `perfci history add`)")
+        result = compare(read_any(args.base), read_any(args.cur), profile, opts)
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
@@ -133,6 +150,16 @@ def main(args) -> int:
     if args.strict and result.inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
+
+
+def _nights(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text}: pooling needs at least 2 nights")
+    return value
 
 
 def calibrate_main(args) -> int:

@@ -1,0 +1,231 @@
+"""Issue 10's history figures, from committed real H200 nights only.
+
+    python benchmarks/history_validation.py [--out report.md]
+                                            [--series 10] [--nights 30] [--quick]
+
+1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
+   false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
+   2026-11-30 (benchmarks/results/h200-2026-11-30/{aa,load,final}/{decode,prefill}-q*.csv, the
+   same kernels) are used leave-one-out: each in turn is "tonight", every subset of K of the
+   other four is its history, and each case of tonight in turn gets its repeats scaled by the
+   effect. K = 1 is today's `perfci compare` of one run against one run (each other night in
+   turn). All in time: nights q1-q4 carry a per-process device-clock error of up to 12% (their
+   times are right), and the pooled method never uses clocks. The older measurement
+   (baselines/h200/2026-11-29/ and benchmarks/results/h200-2026-11-29b/call3/: three decode
+   nights, two prefill) is reported apart.
+2. Change points (`perfci history check`): per case, nightly series of --nights nights built by
+   resampling that case's real quiet nights (a night: one of the five, drawn at random, and its
+   7 repeats drawn with replacement; the night's median is the point). With a +3% step planted
+   at a random night (at least 3 from either end): is a change found within +-1 night? Without:
+   is any change reported?
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfci.compare import CompareOptions, compare  # noqa: E402
+from perfci.compare.noise import profile_for_arch  # noqa: E402
+from perfci.history.changepoints import ChangeOptions, detect  # noqa: E402
+from perfci.history.pooled import PooledOptions, build_baseline, judge  # noqa: E402
+from perfci.model import ResultTable  # noqa: E402
+from perfci.results import read_results  # noqa: E402
+
+H30 = ROOT / "benchmarks" / "results" / "h200-2026-11-30"
+QUIET = {1: "aa", 2: "aa", 3: "aa", 4: "load", 5: "final"}
+OLD = {"decode": [ROOT / "baselines/h200/2026-11-29/decode.csv",
+                  ROOT / "benchmarks/results/h200-2026-11-29b/call3/decode-aa1.csv",
+                  ROOT / "benchmarks/results/h200-2026-11-29b/call3/decode-aa2.csv"],
+       "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv",
+                   ROOT / "benchmarks/results/h200-2026-11-29b/call3/prefill-aa1.csv"]}
+EFFECTS = (3.0, 5.0, 10.0)
+CLASSES = (("< 15 us", 0, 15), ("15-100 us", 15, 100), (">= 100 us", 100, math.inf))
+PROFILE = profile_for_arch("sm_90")
+
+
+def quiet_nights(suite: str) -> list[ResultTable]:
+    return [read_results(H30 / QUIET[i] / f"{suite}-q{i}.csv") for i in QUIET]
+
+
+def planted(table: ResultTable, key, factor: float) -> ResultTable:
+    rows = tuple(replace(r, median_us=r.median_us * factor, repeats_us=tuple(x * factor for x in r.repeats_us))
+                 if r.key == key else r for r in table.rows)
+    return replace(table, rows=rows)
+
+
+def _class(us: float) -> str:
+    return next(name for name, lo, hi in CLASSES if lo <= us < hi)
+
+
+class Tally:
+    """Found / tried per (K, effect, duration class), and A/A verdicts per K."""
+
+    def __init__(self):
+        self.found: dict = {}
+        self.aa: dict = {}
+
+    def add(self, k, effect, cls, hit):
+        f, n = self.found.get((k, effect, cls), (0, 0))
+        self.found[(k, effect, cls)] = (f + hit, n + 1)
+
+    def add_aa(self, k, cases):
+        alarms = sum(c.verdict in ("regressed", "improved") for c in cases)
+        held = sum(c.verdict == "inconclusive" for c in cases)
+        a, h, n = self.aa.get(k, (0, 0, 0))
+        self.aa[k] = (a + alarms, h + held, n + len(cases))
+
+
+def pooled_runs(nights: list[ResultTable], suite: str, ks, tally: Tally, popts: PooledOptions,
+                quick: bool) -> None:
+    for h, tonight in enumerate(nights):
+        others = [t for i, t in enumerate(nights) if i != h]
+        keys = [r.key for r in tonight.rows if r.status == "ok"]
+        base_us = {r.key: r.median_us for r in tonight.rows}
+        for k in ks:
+            subsets = [list(s) for s in itertools.combinations(others, k)]
+            if quick:
+                subsets = subsets[:1]
+            for subset in subsets:
+                if k == 1:
+                    judge_fn = (lambda cur, base=subset[0]: compare(base, cur, PROFILE, CompareOptions()))
+                else:
+                    baseline = build_baseline([(suite, t) for t in subset], PROFILE,
+                                              replace(popts, nights=k), "sm_90")
+                    judge_fn = (lambda cur, b=baseline: judge(b, cur, suite, "sm_90", PROFILE, CompareOptions(),
+                                                              replace(popts, nights=k), "sm_90"))
+                tally.add_aa(k, judge_fn(tonight).cases)
+                for key in keys:
+                    for effect in EFFECTS:
+                        result = judge_fn(planted(tonight, key, 1.0 + effect / 100.0))
+                        verdict = next(c.verdict for c in result.cases if c.key == key)
+                        tally.add(k, effect, _class(base_us[key]), verdict == "regressed")
+
+
+def power_table(tally: Tally, ks) -> list[str]:
+    out = ["| K nights | method | A/A false regressed/improved | A/A inconclusive | duration | cases tried | "
+           "found +3% | +5% | +10% |", "|---:|---|---:|---:|---|---:|---:|---:|---:|"]
+    for k in ks:
+        a, h, n = tally.aa.get(k, (0, 0, 0))
+        method = "compare, one run vs one" if k == 1 else "pooled"
+        for i, (cls, _, _) in enumerate(CLASSES):
+            cells = []
+            tried = 0
+            for effect in EFFECTS:
+                f, m = tally.found.get((k, effect, cls), (0, 0))
+                tried = m
+                cells.append(f"{100 * f / m:.0f}%" if m else "-")
+            lead = (f"| {k} | {method} | {a}/{n} ({100 * a / max(n, 1):.2f}%) | {100 * h / max(n, 1):.1f}% |"
+                    if i == 0 else "| | | | |")
+            out.append(f"{lead} {cls} | {tried} | " + " | ".join(cells) + " |")
+    return out
+
+
+def synthetic_series(rng, nights_real, n, step_at, factor):
+    """One case's resampled nightly medians; nights from step_at on scaled by factor."""
+    out = []
+    for i in range(n):
+        reps = nights_real[rng.integers(len(nights_real))]
+        sample = rng.choice(reps, size=len(reps), replace=True)
+        out.append(float(np.median(sample)) * (factor if step_at is not None and i >= step_at else 1.0))
+    return out
+
+
+def changepoint_runs(series_per_case: int, n: int, seed: int):
+    opts = ChangeOptions()
+    rng = np.random.default_rng(seed)
+    stats = {}
+    for suite in ("decode", "prefill"):
+        nights = quiet_nights(suite)
+        for row in nights[0].rows:
+            if row.status != "ok":
+                continue
+            reals = [np.asarray(t.by_key()[row.key].repeats_us) for t in nights]
+            cls = _class(row.median_us)
+            for _ in range(series_per_case):
+                at = int(rng.integers(opts.min_segment, n - opts.min_segment + 1))
+                step = detect(synthetic_series(rng, reals, n, at, 1.03), opts)
+                flat = detect(synthetic_series(rng, reals, n, None, 1.0), opts)
+                near = any(abs(c.index - at) <= 1 for c in step.changes)
+                exact = any(c.index == at for c in step.changes)
+                extra = sum(abs(c.index - at) > 1 for c in step.changes)
+                s = stats.setdefault(cls, [0, 0, 0, 0, 0])
+                s[0] += 1
+                s[1] += near
+                s[2] += exact
+                s[3] += bool(extra)
+                s[4] += bool(flat.changes)
+    return stats
+
+
+def changepoint_table(stats) -> list[str]:
+    out = ["| duration | series | +3% step found within ±1 night | at the exact night | step series with a "
+           "change elsewhere too | A/A series with any change |", "|---|---:|---:|---:|---:|---:|"]
+    total = [0, 0, 0, 0, 0]
+    for cls, _, _ in CLASSES:
+        s = stats.get(cls)
+        if not s:
+            continue
+        total = [a + b for a, b in zip(total, s)]
+        out.append(f"| {cls} | {s[0]} | {100 * s[1] / s[0]:.1f}% | {100 * s[2] / s[0]:.1f}% | "
+                   f"{100 * s[3] / s[0]:.1f}% | {100 * s[4] / s[0]:.1f}% |")
+    s = total
+    out.append(f"| all | {s[0]} | {100 * s[1] / s[0]:.1f}% | {100 * s[2] / s[0]:.1f}% | {100 * s[3] / s[0]:.1f}% | "
+               f"{100 * s[4] / s[0]:.1f}% |")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="also write the report here (markdown)")
+    parser.add_argument("--series", type=int, default=10, help="synthetic series per case and kind (default 10)")
+    parser.add_argument("--nights", type=int, default=30, help="nights per synthetic series (default 30)")
+    parser.add_argument("--quick", action="store_true", help="one history subset per K (a smoke run)")
+    args = parser.parse_args()
+    started = time.time()
+    popts = PooledOptions()
+
+    text = ["# History: pooled baselines and change points on real H200 nights", "",
+            "Built by `python benchmarks/history_validation.py` from committed files only "
+            f"({'quick: one subset per K' if args.quick else 'every history subset'}).", "",
+            "## 1. Pooled baseline: power and false alarms against K earlier nights", "",
+            "Five quiet nights of 2026-11-30 (gated measurement), leave-one-out; K = 1 is `perfci compare` "
+            "of one night against one (each other night in turn, clocks as compare uses them); K >= 2 is "
+            "`perfci compare STORE CUR` (pooled, in time, default options: floor 1%, alpha 0.05). "
+            "A case counts as found when it is `regressed`.", ""]
+    for suite in ("decode", "prefill"):
+        tally = Tally()
+        pooled_runs(quiet_nights(suite), suite, (1, 2, 3, 4), tally, popts, args.quick)
+        text += [f"### {suite}", "", *power_table(tally, (1, 2, 3, 4)), ""]
+    text += ["### Older measurement (2026-11-29, ungated, NVML clocks)", "",
+             "decode: three nights (the 2026-11-29 baseline and two A/A nights), leave-one-out, K = 1 and 2; "
+             "prefill: two nights, K = 1 only.", ""]
+    for suite, ks in (("decode", (1, 2)), ("prefill", (1,))):
+        tally = Tally()
+        pooled_runs([read_results(p) for p in OLD[suite]], suite, ks, tally, popts, args.quick)
+        text += [f"#### {suite}", "", *power_table(tally, ks), ""]
+
+    cp = changepoint_runs(args.series, args.nights, seed=10)
+    text += ["## 2. Change points on resampled real nights", "",
+             f"Per case of decode and prefill, {args.series} series of {args.nights} nights with a +3% step at "
+             f"a random night (3 to {args.nights - 3}) and {args.series} without; `perfci history check` "
+             "defaults (alpha 0.01 per series, 999 permutations, segments of 3 nights or more, shifts "
+             "under 1% not reported).", "", *changepoint_table(cp), "",
+             f"Run time: {time.time() - started:.0f} s.", ""]
+    if args.out:
+        Path(args.out).write_text("\n".join(text))
+    print("\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Confirming a change by interleaved runs of both revisions: `perfci confirm`."""

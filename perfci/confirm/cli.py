@@ -1,0 +1,201 @@
+"""``perfci confirm``: is CUR really slower than BASE? Interleaved runs of both, in rounds."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from perfci.args import percentage, probability
+from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
+
+DESCRIPTION = """\
+Measure BASE and CUR (default HEAD) alternately on this machine until every case
+is decided: two temporary git worktrees (your tree, index and branch are never
+touched), --build in each, then BENCH_CMD in rounds of four runs in the order
+BASE, CUR, CUR, BASE, so drift (clocks, temperature, a neighbour) hits both sides
+alike. Each round is a block: the comparison pairs the two sides within a round,
+and the rounds' spread, not one run's repeats, sets the interval.
+
+A case is `regressed` when CUR is slower beyond --min-effect with the whole
+confidence interval past it, after false-discovery control across the cases;
+`unchanged` when the interval lies within +-min-effect; `inconclusive` when the
+rounds ran out first. Rounds stop early once every case is decided (from
+--min-rounds on), or at --max-rounds or --budget.
+
+What is measured: the last number BENCH_CMD prints (lower is better), or
+--metric / --json-path / --csv-column with --case as in perfci bisect; or, with
+--results PATH, every case of the perfci results CSV that BENCH_CMD writes at
+PATH (e.g. `-- perfci run decode --cases flagged.json --out r.csv` with
+--results r.csv)."""
+
+EPILOG = """\
+examples:
+  perfci confirm main -- ./bench.sh --size 4096
+  perfci confirm v1.4 HEAD --results r.csv -- perfci run decode --filter 'M<=16' --out r.csv
+  perfci confirm --abort        # after a kill -9: remove the worktrees
+
+exit codes:
+  0  no case confirmed slower
+  1  a confirmed regression
+  2  bad input: unknown or identical refs, a bench that fails on one side (which one is said)
+  3  --strict: something stayed inconclusive
+  130 interrupted (worktrees removed)
+"""
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    m = p.add_argument_group("what to measure (default: the last number BENCH_CMD prints, lower is better)")
+    m.add_argument("--results", metavar="PATH",
+                   help="BENCH_CMD writes a perfci results CSV at PATH (relative to the repository); "
+                        "confirm every case in it")
+    m.add_argument("--metric", metavar="REGEX", help="the first group of the last match of REGEX on stdout")
+    m.add_argument("--json-path", metavar="PATH", help="stdout is JSON; take this dotted path")
+    m.add_argument("--csv-column", metavar="COL", help="column COL of a results CSV, with --case")
+    m.add_argument("--case", metavar="KEY", help="'kernel,shape,dtype', or a substring unique in 'kernel shape dtype'")
+    m.add_argument("--csv-file", metavar="PATH", help="the CSV for --csv-column (default: the path after --out)")
+    m.add_argument("--higher-is-better", action="store_true", help="the metric is a throughput")
+    s = p.add_argument_group("rounds and verdicts")
+    s.add_argument("--min-rounds", type=int, default=5, metavar="N", help="rounds before any verdict (default 5)")
+    s.add_argument("--max-rounds", type=int, default=20, metavar="N", help="stop after N rounds (default 20)")
+    s.add_argument("--budget", type=float, metavar="S", help="stop starting rounds after S seconds")
+    s.add_argument("--min-effect", type=percentage, default=1.0, metavar="PCT",
+                   help="the smallest change that counts, in percent (default 1)")
+    s.add_argument("--alpha", type=probability, default=0.05, help="false discovery rate across cases (default 0.05)")
+    s.add_argument("--strict", action="store_true", help="exit 3 when any case stays inconclusive")
+    r = p.add_argument_group("running")
+    r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first")
+    r.add_argument("--timeout", type=float, metavar="S", help="kill a bench run after S seconds (a failed run)")
+    r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
+    r.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
+    r.add_argument("--abort", action="store_true", help="remove the worktrees of a confirm that was killed")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "confirm", help="is CUR really slower than BASE? interleaved rounds of both on this machine",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="perfci confirm [options] BASE [CUR] -- BENCH_CMD [ARG ...]\n       perfci confirm --abort")
+    _options(p)
+    p.add_argument("words", nargs=argparse.REMAINDER, metavar="BASE [CUR] -- BENCH_CMD", help=argparse.SUPPRESS)
+    p.set_defaults(handler=main)
+
+
+def _split(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """BASE [CUR] and options before '--', the bench command after it."""
+    words = list(args.words or [])
+    if "--" not in words:
+        if args.abort:
+            return words, []
+        raise PerfciError("put the bench command after '--', e.g. perfci confirm main -- ./bench.sh")
+    cut = words.index("--")
+    before, command = words[:cut], words[cut + 1:]
+    options = _option_words(before)
+    refs = [w for w in before if w not in options]
+    if options:
+        # Options written after BASE: parse them as if they came first.
+        option_parser = _OptionParser(prog="perfci confirm", add_help=False)
+        _options(option_parser)
+        option_parser.parse_args(_option_words(before), namespace=args)
+    return refs, command
+
+
+def _option_words(before: list[str]) -> list[str]:
+    """The option words of ``before``, each with its value when it takes one."""
+    takes_value = {a for action in _option_actions() for a in action.option_strings if action.nargs != 0}
+    out, i = [], 0
+    while i < len(before):
+        word = before[i]
+        if word.startswith("-"):
+            out.append(word)
+            if word in takes_value and i + 1 < len(before):
+                out.append(before[i + 1])
+                i += 1
+        i += 1
+    return out
+
+
+def _option_actions():
+    parser = _OptionParser(add_help=False)
+    _options(parser)
+    return parser._actions
+
+
+class _OptionParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise PerfciError(f"{message} (see perfci confirm --help)")
+
+
+def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
+    from perfci.bisect.commands import BenchSpec
+    from perfci.bisect.metric import MetricSpec, out_path_from_command
+    from perfci.confirm.session import ConfirmConfig
+
+    if not refs or len(refs) > 2:
+        raise PerfciError("give BASE, and optionally CUR (default HEAD), before '--'")
+    if not command:
+        raise PerfciError("no bench command after '--'")
+    chosen = [name for name in ("metric", "json_path", "csv_column", "results") if getattr(args, name)]
+    if len(chosen) > 1:
+        raise PerfciError(f"choose one of --metric, --json-path, --csv-column, --results (got {', '.join(chosen)})")
+    if bool(args.csv_column) != bool(args.case):
+        raise PerfciError("--csv-column and --case go together")
+    if args.results and args.higher_is_better:
+        raise PerfciError("--results times are microseconds, lower is better: drop --higher-is-better")
+    if not 2 <= args.min_rounds <= args.max_rounds:
+        raise PerfciError("need 2 <= --min-rounds <= --max-rounds")
+    if args.budget is not None and not args.budget > 0:
+        raise PerfciError("--budget must be a positive number of seconds")
+    if args.timeout is not None and not args.timeout > 0:
+        raise PerfciError("--timeout must be positive")
+    csv_file = None
+    if args.csv_column:
+        csv_file = args.csv_file or out_path_from_command(command)
+        if not csv_file:
+            raise PerfciError("--csv-column needs the CSV's path: --csv-file PATH, or --out PATH in the bench command")
+    if args.metric:
+        import re
+
+        try:
+            re.compile(args.metric)
+        except re.error as err:
+            raise PerfciError(f"--metric {args.metric!r} is not a valid regex: {err}") from None
+    bench = BenchSpec(tuple(command), args.build,
+                      MetricSpec(args.metric, args.json_path, args.csv_column, args.case, csv_file), args.timeout)
+    return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
+                         results_path=args.results, higher_is_better=args.higher_is_better,
+                         min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
+                         min_effect_pct=args.min_effect, alpha=args.alpha)
+
+
+def main(args: argparse.Namespace) -> int:
+    from perfci.console import Console
+    from perfci.confirm import render, session
+
+    refs, command = _split(args)
+    console = Console(prefix="perfci confirm: ")
+    if args.abort:
+        journal = session.abort(Path(args.repo))
+        console.note(f"removed the worktrees of session {journal.session_id}")
+        return EXIT_OK
+    cfg = _config(args, refs, command)
+    judgement, rounds, sides = session.run(cfg, console, _decider(cfg))
+    sys.stdout.write(render.RENDERERS[args.format](judgement, rounds, sides, cfg))
+    if judgement.regressed:
+        return EXIT_REGRESSION
+    if args.strict and judgement.inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
+
+
+def _decider(cfg):
+    """Decisions only at a few pre-set looks, each at a share of alpha (see StoppingRule)."""
+    from perfci.confirm import analysis
+
+    rule = analysis.StoppingRule.spaced(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha,
+                                        min_effect_pct=cfg.min_effect_pct)
+
+    def decide(rounds, force: bool):
+        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force)
+        return look.confirmation, look.stop
+
+    return decide

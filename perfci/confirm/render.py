@@ -1,0 +1,115 @@
+"""Renderers for ``perfci confirm``: a Confirmation in, text out (table, markdown, json, csv)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict
+
+from perfci.confirm.analysis import CaseConfirmation, Confirmation
+
+MARK = {"regressed": "!!", "improved": "++", "unchanged": "~", "inconclusive": "??"}
+CSV_FIELDS = ("kernel", "shape", "dtype", "metric", "verdict", "ratio", "ci_low", "ci_high", "p_value",
+              "q_value", "rounds", "spread_pct", "reason")
+
+
+def _pct(r: float | None) -> str:
+    return "" if r is None else f"{100.0 * (r - 1.0):+.2f}%"
+
+
+def _name(case: CaseConfirmation) -> dict:
+    if len(case.key) == 3:
+        return {"kernel": case.key[0], "shape": case.key[1], "dtype": case.key[2]}
+    return {"metric": " ".join(case.key)}
+
+
+def _clean(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _case_dict(case: CaseConfirmation) -> dict:
+    return {**_name(case), "verdict": case.verdict, "ratio": _clean(case.ratio), "ci_low": _clean(case.ci_low),
+            "ci_high": _clean(case.ci_high), "rounds": case.rounds, "p_value": _clean(case.p_value),
+            "q_value": _clean(case.q_value), "raw_ratio": _clean(case.raw_ratio),
+            "spread_pct": _clean(case.spread_pct), "reason": case.reason}
+
+
+def _headline(conf: Confirmation) -> str:
+    parts = [f"{n} {v}" for v, n in conf.counts.items() if n]
+    return ", ".join(parts) or "no case"
+
+
+def _identity(sides, cfg) -> str:
+    base, cur = sides
+    return f"{base.ref} ({base.sha[:12]}) -> {cur.ref} ({cur.sha[:12]})"
+
+
+def _summary(conf: Confirmation, rounds, sides, cfg) -> list[str]:
+    lines = [f"verdicts: {_headline(conf)}; {conf.rounds} rounds, {rounds.bench_runs} bench runs, "
+             f"{rounds.seconds:.0f} s",
+             f"a case counts past +-{conf.min_effect_pct:g}% with its whole {100 * conf.confidence:.1f}% interval "
+             f"(false discovery rate {conf.alpha:.3g} across cases at this look)"]
+    suite = conf.suite
+    if suite.verdict != "n/a":
+        lines.append(f"suite-wide change (taken out of every case): {_pct(suite.ratio)} "
+                     f"[{_pct(suite.ci_low)}, {_pct(suite.ci_high)}], {suite.verdict}")
+    return lines
+
+
+def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
+    header = ("", "case", "cur/base", "95% CI", "rounds", "q", "verdict")
+    rows = [header]
+    for case in conf.cases:
+        name = " ".join(case.key)
+        ci = f"[{_pct(case.ci_low)}, {_pct(case.ci_high)}]" if case.ci_low is not None else ""
+        q = "" if case.q_value is None else f"{case.q_value:.2g}"
+        rows.append((MARK[case.verdict], name, _pct(case.ratio), ci, str(case.rounds), q, case.verdict))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = [f"perfci confirm: {_identity(sides, cfg)}"]
+    for i, row in enumerate(rows):
+        out.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    out.append("")
+    out.extend(_summary(conf, rounds, sides, cfg))
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
+    icon = ":x:" if conf.regressed else ":warning:" if conf.inconclusive else ":white_check_mark:"
+    out = [f"### {icon} perfci confirm {_identity(sides, cfg)}: {_headline(conf)}", ""]
+    out += [f"- {line}" for line in _summary(conf, rounds, sides, cfg)[1:]]
+    out += ["", "| verdict | case | cur/base | 95% CI | rounds | q |", "|---|---|---:|---|---:|---:|"]
+    for case in conf.cases:
+        verdict = f"**{case.verdict}**" if case.verdict == "regressed" else case.verdict
+        ci = f"{_pct(case.ci_low)} .. {_pct(case.ci_high)}" if case.ci_low is not None else ""
+        q = "" if case.q_value is None else f"{case.q_value:.2g}"
+        name = " ".join(case.key).replace("|", "\\|")
+        out.append(f"| {verdict} | `{name}` | {_pct(case.ratio)} | {ci} | {case.rounds} | {q} |")
+    return "\n".join(out) + "\n"
+
+
+def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
+    base, cur = sides
+    summary = {**{v: n for v, n in conf.counts.items()}, "regressed_any": conf.regressed,
+               "inconclusive_any": conf.inconclusive, "rounds": conf.rounds, "bench_runs": rounds.bench_runs,
+               "seconds": round(rounds.seconds, 1), "min_effect_pct": conf.min_effect_pct,
+               "alpha": conf.alpha, "confidence": conf.confidence, "method": conf.method,
+               "suite": {k: _clean(v) for k, v in asdict(conf.suite).items()}}
+    data = {"base": {"ref": base.ref, "sha": base.sha}, "cur": {"ref": cur.ref, "sha": cur.sha},
+            "summary": summary, "cases": [_case_dict(c) for c in conf.cases]}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_csv(conf: Confirmation, rounds, sides, cfg) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for case in conf.cases:
+        row = _case_dict(case)
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
+    return buf.getvalue()
+
+
+RENDERERS = {"table": render_table, "markdown": render_markdown, "json": render_json, "csv": render_csv}

@@ -1,0 +1,222 @@
+"""One ``perfci confirm`` session: two worktrees, a build in each, rounds of ABBA bench runs.
+
+The IO edge of confirmation: git worktrees (the user's tree, index and branch
+are never touched), processes, files. What the numbers mean is decided by
+:mod:`perfci.confirm.analysis`, after every round once ``min_rounds`` are in.
+
+A round runs the bench at BASE, CUR, CUR, BASE: a drift that is linear across
+the round (a clock sagging, a host warming up) hits both sides alike, and the
+round, as a block, absorbs what is shared by its four runs.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from perfci.bisect import gitops
+from perfci.bisect.commands import BenchSpec, bench_once, run_command
+from perfci.errors import PerfciError
+from perfci.results import read_results
+
+ORDER = ("base", "cur", "cur", "base")
+JOURNAL = "confirm-journal.json"
+Key = tuple[str, ...]
+METRIC_KEY: Key = ("metric",)
+
+
+@dataclass(frozen=True)
+class ConfirmConfig:
+    repo_path: Path
+    base: str
+    cur: str
+    bench: BenchSpec
+    results_path: str | None = None  # BENCH_CMD writes a perfci results CSV here (relative to the tree)
+    higher_is_better: bool = False
+    min_rounds: int = 5
+    max_rounds: int = 20
+    budget_s: float | None = None
+    min_effect_pct: float = 1.0
+    alpha: float = 0.05
+    arguments: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str  # base | cur
+    ref: str
+    sha: str
+    path: Path
+
+
+@dataclass
+class Rounds:
+    """Every run so far, in order: per round, four (side, {case: value}) runs, None for a failed run.
+
+    Kept per run, not per case, because a run's drift is shared by all its cases:
+    the analysis lines the cases up by run to take it out.
+    """
+
+    runs: list[list[tuple[str, dict[Key, float] | None]]] = field(default_factory=list)
+    bench_runs: int = 0
+    seconds: float = 0.0
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for r in self.runs if len(r) == len(ORDER))
+
+    def cases(self) -> dict[Key, list]:
+        """{case: [Round(base=(run 1, run 4), cur=(run 2, run 3)), ...]} for the analysis."""
+        from perfci.confirm.analysis import Round
+
+        keys = list(dict.fromkeys(k for r in self.runs for _, values in r if values for k in values))
+        out: dict[Key, list] = {}
+        for key in keys:
+            out[key] = [Round(base=tuple((v or {}).get(key) for side, v in r if side == "base"),
+                              cur=tuple((v or {}).get(key) for side, v in r if side == "cur"))
+                        for r in self.runs if len(r) == len(ORDER)]
+        return out
+
+
+class Progress(Protocol):
+    def note(self, text: str) -> None: ...
+
+
+# --------------------------------------------------------------------------- the session
+
+
+def run(cfg: ConfirmConfig, progress: Progress,
+        decide: Callable[[Rounds, bool], tuple[object | None, bool]]) -> tuple[object, Rounds, tuple[Side, Side]]:
+    """Measure both revisions in rounds until ``decide`` says to stop.
+
+    ``decide(rounds, force) -> (judgement or None, stop)`` is called after every
+    round; ``force`` asks for a judgement now (the budget ran out).
+    """
+    repo = gitops.open_repo(cfg.repo_path)
+    journal_path = gitops.state_dir(repo) / JOURNAL
+    if journal_path.exists():
+        raise PerfciError("an earlier perfci confirm did not finish; run 'perfci confirm --abort' to remove "
+                          "its worktrees")
+    base_sha = gitops.resolve(repo, cfg.base, "BASE")
+    cur_sha = gitops.resolve(repo, cfg.cur, "CUR")
+    if base_sha == cur_sha:
+        raise PerfciError(f"BASE {cfg.base} and CUR {cfg.cur} are the same commit {base_sha[:12]}: "
+                          f"nothing to confirm")
+    branch, head = gitops.current_position(repo)
+    journal = gitops.Journal(journal_path, f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}", "worktrees",
+                             branch, head, arguments=cfg.arguments)
+    journal.save()
+    try:
+        base_path, cur_path = gitops.add_worktrees(repo, 2, base_sha, journal)
+        gitops.checkout_in(cur_path, cur_sha)
+        sides = (Side("base", cfg.base, base_sha, base_path), Side("cur", cfg.cur, cur_sha, cur_path))
+        for side in sides:
+            _build(cfg, side)
+        judgement, rounds = _rounds(cfg, sides, progress, decide)
+        return judgement, rounds, sides
+    finally:
+        gitops.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal
+
+
+def abort(repo_path: Path) -> gitops.Journal:
+    """Remove the worktrees of a confirm that was killed."""
+    repo = gitops.open_repo(repo_path)
+    path = gitops.state_dir(repo) / JOURNAL
+    if not path.exists():
+        raise PerfciError("no unfinished perfci confirm here: nothing to abort")
+    journal = gitops.Journal.load(path)
+    gitops.restore_tree(repo, journal)
+    return journal
+
+
+def _build(cfg: ConfirmConfig, side: Side) -> None:
+    if not cfg.bench.build:
+        return
+    built = run_command(cfg.bench.build, side.path, _env(side))
+    if not built.ok:
+        raise PerfciError(f"--build failed at {side.name} {side.ref} ({side.sha[:12]}): "
+                          f"{built.failure_reason('build')}")
+
+
+def _env(side: Side) -> dict[str, str]:
+    return dict(os.environ, PERFCI_CONFIRM_SIDE=side.name, PERFCI_CONFIRM_COMMIT=side.sha)
+
+
+def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
+            decide: Callable[[Rounds], tuple[object, bool]]) -> tuple[object, Rounds]:
+    by_name = {side.name: side for side in sides}
+    rounds = Rounds()
+    started = time.monotonic()
+    worked = {"base": 0, "cur": 0}
+    last_failure = {"base": "", "cur": ""}
+    while True:
+        this_round: list[tuple[str, dict[Key, float] | None]] = []
+        rounds.runs.append(this_round)
+        for name in ORDER:
+            values, why = _measure(cfg, by_name[name])
+            rounds.bench_runs += 1
+            if why:
+                last_failure[name] = why
+                progress.note(f"bench failed at {name.upper()}: {why}")
+                this_round.append((name, None))
+            else:
+                worked[name] += 1
+                this_round.append((name, values))
+        rounds.seconds = time.monotonic() - started
+        if rounds.completed == 1:
+            _refuse_a_side_that_never_ran(worked, last_failure, sides)
+        per_round = rounds.seconds / rounds.completed
+        out_of_budget = cfg.budget_s is not None and rounds.seconds + per_round > cfg.budget_s
+        judgement, stop = decide(rounds, out_of_budget)
+        progress.note(f"round {rounds.completed}: {rounds.bench_runs} bench runs, {rounds.seconds:.0f} s"
+                      + (" (budget reached)" if out_of_budget else ""))
+        if stop or out_of_budget:
+            return judgement, rounds
+
+
+def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], sides: tuple[Side, Side]) -> None:
+    """A bench that fails on one side is a broken comparison, not a measurement: say which side.
+
+    Judged after the first round (two runs a side): a side whose every run failed
+    (a command or a results file that revision lacks) ends the session. Later
+    single failures are left out of the data and said on the progress line.
+    """
+    failed = [s for s in sides if not worked[s.name]]
+    if len(failed) == 2:
+        raise PerfciError(f"the bench failed at both BASE and CUR: {why['cur']}")
+    if failed:
+        side = failed[0]
+        raise PerfciError(f"the bench failed at {side.name.upper()} {side.ref} ({side.sha[:12]}) only: "
+                          f"{why[side.name]}")
+
+
+def _measure(cfg: ConfirmConfig, side: Side) -> tuple[dict[Key, float], str]:
+    """One bench run on one side: {case: value}, or why there is none."""
+    env = _env(side)
+    if cfg.results_path is None:
+        outcome = bench_once(cfg.bench, side.path, env)
+        if outcome.value is None:
+            return {}, outcome.reason
+        if not (outcome.value > 0 and outcome.value < float("inf")):
+            return {}, f"the metric must be a positive number, got {outcome.value:g}"
+        return {METRIC_KEY: outcome.value}, ""
+    results = side.path / cfg.results_path
+    results.unlink(missing_ok=True)  # ours (a worktree): a stale file must not stand in for this run
+    try:
+        done = run_command(cfg.bench.argv, side.path, env, cfg.bench.timeout)
+    except OSError as err:
+        return {}, f"bench could not start: {err.strerror or err}"
+    if not done.ok and not results.exists():
+        return {}, done.failure_reason("bench")
+    if not results.exists():
+        return {}, f"the bench wrote no results file {cfg.results_path}"
+    try:
+        table = read_results(results)
+    except PerfciError as err:
+        return {}, str(err)
+    values = {row.key: float(row.median_us) for row in table.rows if row.status == "ok" and row.median_us}
+    if not values:
+        return {}, f"{cfg.results_path} has no case with a time"
+    return values, ""

@@ -1,0 +1,261 @@
+"""``perfci history``: add runs to a store, find change points, export, plot, report.
+
+Thin: files in and out here, decisions in the pure modules beside it. numpy,
+scipy and matplotlib are imported inside the handlers, so ``perfci --help``
+does not pay for them.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from perfci.args import percentage, probability
+from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
+from perfci.files import atomic_write_text
+
+DESCRIPTION = """\
+A store of nightly runs of one device kind, and what they show over time.
+
+STORE is a directory: a manifest (perfci-history.json: format, schema, device)
+and runs/<time>_<suite>_<sha>_<id>.csv, one results CSV per run as `perfci run`
+wrote it. One file per run, so a store can live in a git branch and two CI jobs
+that each add a run never conflict; adds are atomic and refuse a run already
+there, a run of another device, and a directory that is not a store.
+
+actions:
+  add STORE RUN.csv ...      append runs (the store is created by the first add)
+  check STORE                change points per case (run, sha, before/after, p)
+  export STORE --otava       Apache Otava's CSV (stdout), or --out DIR: a CSV per
+                             suite and otava.yaml
+  plot STORE --out DIR       a trend PNG per case: medians, levels, noise band,
+                             change points
+  report STORE --out DIR     a static HTML site: index, a page per suite and case
+
+Judge tonight against the store's last K nights with
+`perfci compare STORE cur.csv --nights K`.
+"""
+
+EPILOG = """\
+exit codes:
+  0  done (check: whether or not it found changes)
+  2  bad input: a bad CSV, a foreign or corrupt store, another device, a run already there
+
+examples:
+  perfci history add perf-history/ decode.csv prefill.csv
+  perfci history check perf-history/ --format json
+  perfci compare perf-history/ cur.csv --nights 5
+  perfci history report perf-history/ --out site/
+  perfci history export perf-history/ --otava --out otava/
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("history", help="a store of nightly runs: add, change points, export, plots, report",
+                              description=DESCRIPTION, epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(handler=lambda args: _usage(p))
+    actions = p.add_subparsers(dest="history_command", metavar="ACTION", parser_class=type(p))
+
+    a = actions.add_parser("add", help="append runs to STORE (created when new)",
+                           description="Append one or more results CSVs to STORE. Every file is checked "
+                                       "first; nothing is written unless all of them can go in.")
+    a.add_argument("store", metavar="STORE")
+    a.add_argument("runs", nargs="+", metavar="RUN.csv")
+    a.set_defaults(handler=add_main)
+
+    c = actions.add_parser("check", help="change points of every case",
+                           description="List each case's shifts: binary segmentation of its nightly medians, "
+                                       "a rank test with a permutation bound, a minimum segment length.")
+    c.add_argument("store", metavar="STORE")
+    c.add_argument("--format", choices=("table", "json"), default="table")
+    c.add_argument("--alpha", type=probability, default=0.01,
+                   help="permutation p-value a change needs, per case (default 0.01)")
+    c.add_argument("--min-segment", type=_min_segment, default=3, metavar="N",
+                   help="runs on each side of a change (default 3: a lone spike is never one)")
+    c.add_argument("--min-change", type=percentage, default=1.0, metavar="PCT",
+                   help="do not report shifts below PCT%% (default 1)")
+    c.set_defaults(handler=check_main)
+
+    e = actions.add_parser("export", help="export the store (Apache Otava's CSV)")
+    e.add_argument("store", metavar="STORE")
+    e.add_argument("--otava", action="store_true", required=True, help="Otava's CSV (the one format so far)")
+    e.add_argument("--out", metavar="DIR", help="write DIR/<suite>.csv and DIR/otava.yaml (default: one CSV "
+                                                "to stdout)")
+    e.add_argument("--suite", help="only this suite (needed on stdout when the store holds several)")
+    e.set_defaults(handler=export_main)
+
+    for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
+        q = actions.add_parser(name, help=f"write {what} into DIR")
+        q.add_argument("store", metavar="STORE")
+        q.add_argument("--out", metavar="DIR", required=True)
+        q.add_argument("--filter", metavar="TEXT", help="only cases whose 'kernel shape dtype' contains TEXT")
+        q.set_defaults(handler=plot_main if name == "plot" else report_main)
+
+
+def _usage(parser) -> int:
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def _min_segment(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text}: a segment needs at least 2 runs")
+    return value
+
+
+def add_main(args) -> int:
+    from perfci.history.store import add_runs, run_files
+
+    infos = add_runs(args.store, args.runs)
+    total = len(run_files(args.store))
+    for path, info in zip(args.runs, infos):
+        print(f"added {path} as runs/{info.run_id}.csv: suite {info.suite or '-'}, sha {info.short_sha}, "
+              f"{info.timestamp}, {info.device_name} ({info.arch}), driver {info.driver or '?'}, "
+              f"{info.runtime or '?'}, torch {info.torch or '?'}, triton {info.triton or '?'}")
+    print(f"{args.store}: {total} run(s)")
+    return EXIT_OK
+
+
+def check_main(args) -> int:
+    from perfci.history.changepoints import ChangeOptions
+    from perfci.history.check import check, render_json, render_table
+    from perfci.history.store import load
+
+    opts = ChangeOptions(alpha=args.alpha, min_segment=args.min_segment, min_change_pct=args.min_change)
+    result = check(load(args.store), opts)
+    sys.stdout.write((render_json if args.format == "json" else render_table)(result))
+    return EXIT_OK
+
+
+def export_main(args) -> int:
+    from perfci.history.otava import otava_table, otava_yaml
+    from perfci.history.store import load
+
+    history = load(args.store)
+    suites = history.suites
+    if args.suite is not None:
+        if args.suite not in suites:
+            raise PerfciError(f"--suite {args.suite}: {args.store} has no run of it "
+                              f"(suites: {', '.join(suites) or 'none'})")
+        suites = (args.suite,)
+    if not suites:
+        raise PerfciError(f"{args.store}: the store has no runs yet; nothing to export")
+    tables = [otava_table(history.runs, s) for s in suites]
+    for t in tables:
+        if t.left_out:
+            names = ", ".join(" ".join(k) for k in t.left_out[:3]) + (" ..." if len(t.left_out) > 3 else "")
+            print(f"perfci history export: {t.suite}: {len(t.left_out)} case(s) left out, not ok in every run "
+                  f"(Otava needs a value in every row): {names}", file=sys.stderr)
+    if args.out is None:
+        if len(tables) > 1:
+            raise PerfciError(f"{args.store} holds suites {', '.join(suites)}: Otava reads one test per CSV; "
+                              f"give --suite NAME, or --out DIR for all of them")
+        sys.stdout.write(tables[0].csv_text)
+        return EXIT_OK
+    out = Path(args.out)
+    files = []
+    for t in tables:
+        name = f"{t.suite or 'suite'}.csv"
+        atomic_write_text(out / name, t.csv_text)
+        files.append((t, name))
+    atomic_write_text(out / "otava.yaml", otava_yaml(files))
+    print(f"wrote {', '.join(str(out / n) for _, n in files)} and {out / 'otava.yaml'} "
+          f"({sum(t.n_runs for t in tables)} runs); then: cd {out} && otava analyze --config-file otava.yaml "
+          + " ".join(f"perfci.{t.suite}" for t in tables))
+    return EXIT_OK
+
+
+def _checks(args):
+    from perfci.history.check import check
+    from perfci.history.store import load
+
+    history = load(args.store)
+    result = check(history)
+    cases = [c for c in result.cases if not args.filter or args.filter in c.series.label]
+    if not cases:
+        raise PerfciError(f"{args.store}: no case to draw" + (f" matches --filter {args.filter!r}"
+                                                               if args.filter else " (the store has no ok run)"))
+    return history, cases
+
+
+def _write_pngs(history, cases, folder: Path) -> None:
+    from perfci.history.plot import trend_png
+    from perfci.history.report import case_slug
+    from perfci.history.store import write_bytes_atomic
+
+    for case in cases:
+        png = trend_png(case.series, case.detection, f"{history.manifest.device_name}, {case.series.suite}")
+        write_bytes_atomic(folder / f"{case_slug(case.series)}.png", png)
+
+
+def plot_main(args) -> int:
+    history, cases = _checks(args)
+    _write_pngs(history, cases, Path(args.out))
+    print(f"wrote {len(cases)} trend PNG(s) into {args.out}")
+    return EXIT_OK
+
+
+def report_main(args) -> int:
+    from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html
+
+    history, cases = _checks(args)
+    out = Path(args.out)
+    _write_pngs(history, cases, out / "img")
+    for case in cases:
+        atomic_write_text(out / "cases" / f"{case_slug(case.series)}.html", case_html(history, case))
+    for suite in history.suites:
+        atomic_write_text(out / suite_file(suite), suite_html(history, suite, cases))
+    atomic_write_text(out / "index.html", index_html(history, cases))
+    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- perfci compare STORE CUR
+
+
+def pooled_comparison(store: str, cur_path: str, profile, opts, nights: int | None):
+    """``perfci compare STORE CUR``: read both, check the device, judge (perfci.history.pooled)."""
+    from perfci.compare.noise import profile_for_arch
+    from perfci.history.model import run_info
+    from perfci.history.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
+    from perfci.history.store import load
+    from perfci.results import read_results_cells
+
+    history = load(store)
+    table, cells = read_results_cells(cur_path)
+    if table.format != "perfci":
+        raise PerfciError(f"{cur_path}: a {table.format} file; a history store is compared with perfci "
+                          f"results CSVs only")
+    device = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
+    arch_cur = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
+    m = history.manifest
+    if not device or not arch_cur:
+        raise PerfciError(f"{cur_path}: no device_name/arch columns, so it cannot be checked against "
+                          f"{store}'s device ({m.device_name}, {m.arch})")
+    if (device, arch_cur) != (m.device_name, m.arch):
+        raise PerfciError(f"{cur_path}: ran on {device} ({arch_cur}) but {store} holds runs of "
+                          f"{m.device_name} ({m.arch})")
+    if not history.runs:
+        raise PerfciError(f"{store}: the store has no runs yet; add some with `perfci history add`")
+    suite = Counter(c.get("suite", "") for c in cells).most_common(1)[0][0]
+    try:
+        cur_id = run_info(cur_path, table, cells).run_id
+    except PerfciError:
+        cur_id = None  # no timestamp: it cannot be in the store either
+    runs = [(r.info.suite, r.table) for r in history.runs if r.info.run_id != cur_id]
+    arch = opts.arch or m.arch
+    profile = profile or profile_for_arch(arch)
+    popts = PooledOptions(nights=nights or DEFAULT_NIGHTS)
+    result = judge(build_baseline(runs, profile, popts, arch), table, suite, arch, profile, opts, popts,
+                   base_label=f"{store} (last {popts.nights} nights)")
+    if len(runs) < len(history.runs):
+        result = replace(result, notes=result.notes + (
+            "CUR is itself in the store; it was left out of its own baseline",))
+    return result

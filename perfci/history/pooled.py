@@ -1,0 +1,442 @@
+"""``perfci compare STORE CUR``: tonight against the last K nights, each case with its own night-to-night noise.
+
+Pure: tables in, a :class:`perfci.compare.comparison.Comparison` out, so every
+renderer of ``perfci compare`` (table, markdown, json, csv, forest plot) works
+unchanged.
+
+Why a pooled baseline
+---------------------
+One run's 7 repeats share that run's clocks and placement, so ``perfci compare``
+must cover run-to-run noise with a fixed effect floor (5.36% on the H200), and
+a 3% change is out of reach. With K earlier nights, each case's run-to-run
+spread is *measured*, and the floor's job is done by an interval.
+
+How a case is judged (log time)
+-------------------------------
+1. **Nights.** For each of the case's last K ok runs: the median of its repeats
+   ``m_i`` and that median's own variance ``v_i ~ (pi/2) s_i^2 / n_i`` (``s_i`` the
+   robust spread of the repeats). A night whose repeats scattered (robust spread
+   >= 5% and >= 3x the case's typical night) is left out: it was disturbed, as
+   in compare.
+2. **Between-night variance, moderated.** ``s^2``, the sample variance of the
+   ``m_i`` (K-1 degrees of freedom), is shrunk towards a prior ``s0^2``: with
+   K = 3 a variance from 2 degrees of freedom alone is too unsteady to test 80
+   cases with. The prior is estimated from the suite itself, empirical-Bayes
+   as limma does it (Smyth 2004): ``log s^2`` of every case is regressed on log
+   duration (short kernels are noisier), and the scatter left over gives the
+   prior's weight ``d0``. The moderated ``s~^2 = (d0 s0^2 + (K-1) s^2) / (d0 + K-1)``
+   has ``d0 + K-1`` degrees of freedom. With fewer than 8 cases to learn from,
+   the prior is the noise profile's floor read as a spread, worth 2 nights.
+   Before that, each history night's suite-wide shift (its common mode, as
+   compare estimates it) is taken out of its cases' medians: a night whose
+   clocks ran lower moves every compute-bound case together, which is not
+   each case's own noise.
+3. **Tonight.** ``est = m_0 - mean(m_i) - common mode``, judged with a
+   prediction interval: ``se^2 = s~^2 (1 + 1/K) + max(0, v_0 - mean(v_i))``: the
+   night-to-night spread of the center and of tonight, plus whatever tonight's
+   repeats scattered beyond a usual night's. t distribution, two-sided p;
+   Benjamini-Hochberg across the suite. The common mode is tonight's suite-wide
+   shift (medians, split compute/memory-bound), removed and reported on its own
+   line as compare does.
+4. **Verdicts.** ``regressed``: q <= alpha and the whole interval above +floor,
+   the floor being ``--min-effect``, or 1% plus the profile's ``floor_us`` as a
+   share of the case's time (short kernels jump by a fraction of a microsecond
+   between processes: on the H200 cuBLAS's 7 us GEMMs moved 7% in one process
+   of five); ``improved`` mirrors it; ``unchanged``:
+   the interval inside +-(the profile's floor): nothing as large as a one-run
+   compare could see; ``inconclusive`` otherwise. A scattered tonight is never
+   ``regressed``.
+
+Everything is in time: device clocks of different processes are not compared
+(on the H200, four nights' device clocks carried a per-process factor of up to
+12% while their times were right), and the between-night spread in time
+already contains whatever the clocks did.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import special
+from scipy import stats as sps
+
+from perfci import stats
+from perfci.compare.comparison import (SEVERITY, CaseComparison, CompareOptions, Comparison, SuiteShift,
+                                       summarize)
+from perfci.compare.noise import NoiseProfile, clock_exponent
+from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
+
+DEFAULT_NIGHTS = 5
+FAILED = ("fail", "error", "timeout")
+# A profile's floor is 1.25 x the q99 of |log ratio| of two runs: a spread of one run is floor / (1.25 * 2.576 * sqrt 2).
+_FLOOR_TO_SD = 1.25 * 2.5758 * math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class PooledOptions:
+    nights: int = DEFAULT_NIGHTS  # K: the last K ok runs of each case
+    min_nights: int = 2  # fewer: the case is inconclusive
+    floor_pct: float = 1.0  # regressed needs the interval above this (overridden by --min-effect)
+    profile_prior_nights: float = 2.0  # d0 when the prior comes from the profile
+    min_prior_cases: int = 8  # cases needed to learn the prior from the suite
+    max_prior_nights: float = 1e4  # cap on the prior's weight d0
+    # Short kernels move by a fixed fraction of a microsecond between processes (cuBLAS picks
+    # per process): add the profile's floor_us / base time to the floor, as compare does.
+    absolute_floor: bool = True
+    night_common_mode: bool = True  # take each history night's suite-wide shift out
+    excess_over: str = "mean"  # tonight's scatter counts beyond the nights' mean | max | off
+    min_night_mode_cases: int = 6
+    disturbed_spread_pct: float = 5.0
+    disturbed_ratio: float = 3.0
+
+
+@dataclass(frozen=True)
+class NightPool:
+    """One case's last K nights, reduced to what the test needs (log scale)."""
+
+    row: ResultRow  # the case's newest ok row in the history
+    medians: tuple[float, ...]  # log median of each night used, less that night's common mode
+    within: tuple[float, ...]  # variance of each of those medians
+    spreads: tuple[float, ...]  # robust spread of each night's repeats
+    left_out: int  # disturbed nights not used
+    runs: tuple[int, ...] = ()  # the run (index into the history) of each night used
+
+    @property
+    def k(self) -> int:
+        return len(self.medians)
+
+    @property
+    def center(self) -> float:
+        return float(np.mean(self.medians))
+
+    @property
+    def var(self) -> float:
+        return float(np.var(self.medians, ddof=1)) if self.k > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class Prior:
+    d0: float  # weight of the prior, in degrees of freedom (inf: every case alike)
+    intercept: float  # log s0^2 = intercept + slope * log(base us)
+    slope: float
+    source: str  # "suite" | "profile"
+
+    def s0sq(self, base_us: float) -> float:
+        return math.exp(self.intercept + self.slope * math.log(base_us))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    pools: Mapping[tuple[str, str, str], NightPool]
+    last_status: Mapping[tuple[str, str, str], ResultRow]  # the newest row of every case, any status
+    suite_keys: Mapping[str, frozenset]  # suite -> the cases of its newest run
+    prior: Prior
+    n_runs: int
+
+
+def _log_repeats(row: ResultRow) -> np.ndarray:
+    values = row.repeats_us or ((row.median_us,) if row.median_us else ())
+    return np.log(np.asarray(values, dtype=float))
+
+
+def _median_var(logs: np.ndarray) -> float:
+    return (math.pi / 2.0) * stats.robust_spread(logs) ** 2 / max(1, logs.size)
+
+
+def _disturbed(spread: float, typical: float, opts: PooledOptions) -> bool:
+    return spread >= opts.disturbed_spread_pct / 100.0 and spread >= opts.disturbed_ratio * typical
+
+
+def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> NightPool:
+    rows = [r for _, r in indexed]
+    logs = [_log_repeats(r) for r in rows]
+    spreads = [stats.robust_spread(x) for x in logs]
+    keep = []
+    for i, s in enumerate(spreads):
+        others = [t for j, t in enumerate(spreads) if j != i]
+        keep.append(not (others and _disturbed(s, float(np.median(others)), opts)))
+    if sum(keep) < opts.min_nights:
+        keep = [True] * len(rows)
+    used = [i for i, k in enumerate(keep) if k]
+    return NightPool(rows[used[-1]], tuple(float(np.median(logs[i])) for i in used),
+                     tuple(_median_var(logs[i]) for i in used), tuple(spreads[i] for i in used),
+                     len(rows) - len(used), tuple(indexed[i][0] for i in used))
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x (Newton, as limma's trigammaInverse)."""
+    if x > 1e7:
+        return 1.0 / math.sqrt(x)
+    if x < 1e-6:
+        return 1.0 / x
+    y = 0.5 + 1.0 / x
+    for _ in range(50):
+        tri = float(special.polygamma(1, y))
+        step = tri * (1.0 - tri / x) / float(special.polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def fit_prior(pools: Sequence[NightPool], profile: NoiseProfile, opts: PooledOptions) -> Prior:
+    """The prior of the between-night variance: from the suite when it has enough cases, else the profile."""
+    usable = [p for p in pools if p.k >= 2]
+    if len(usable) < opts.min_prior_cases:
+        # floor_for adds floor_us / base_us; read as a spread that is a + b / base_us; log-linear is
+        # close enough over one suite, so take the relative part only and weigh it as 2 nights.
+        sd = profile.floor_for(None, False) / 100.0 / _FLOOR_TO_SD
+        return Prior(opts.profile_prior_nights, math.log(sd * sd), 0.0, "profile")
+    d = np.array([p.k - 1 for p in usable], dtype=float)
+    s2 = np.maximum([p.var for p in usable], 1e-10)
+    x = np.array([p.center for p in usable])  # log of the case's duration in us
+    e = np.log(s2) - special.digamma(d / 2.0) + np.log(d / 2.0)
+    slope = 0.0
+    if np.ptp(x) > 0.5:  # durations spread over more than a factor 1.6: fit the trend
+        slope, intercept = np.polyfit(x, e, 1)
+    intercept = float(np.mean(e - slope * x))
+    resid = e - intercept - slope * x
+    evar = float(np.var(resid, ddof=2 if slope else 1)) - float(np.mean(special.polygamma(1, d / 2.0)))
+    d0 = 2.0 * _trigamma_inverse(evar) if evar > 0 else math.inf
+    d0 = min(d0, opts.max_prior_nights)
+    shift = float(special.digamma(d0 / 2.0) - math.log(d0 / 2.0))
+    return Prior(d0, intercept + shift, float(slope), "suite")
+
+
+def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfile,
+                   options: PooledOptions | None = None, arch: str = "") -> Baseline:
+    """Each case's last K ok nights from RUNS (suite, table), oldest first."""
+    opts = options or PooledOptions()
+    ok_rows: dict[tuple[str, str, str], list[tuple[int, ResultRow]]] = {}
+    last: dict[tuple[str, str, str], ResultRow] = {}
+    suite_keys: dict[str, frozenset] = {}
+    for j, (suite, table) in enumerate(runs):
+        suite_keys[suite] = frozenset(r.key for r in table.rows)
+        for row in table.rows:
+            last[row.key] = row
+            if row.status == "ok" and row.median_us:
+                ok_rows.setdefault(row.key, []).append((j, row))
+    pools = {key: _pool(rows[-opts.nights:], opts) for key, rows in ok_rows.items()}
+    if opts.night_common_mode:
+        pools = _remove_night_modes(pools, arch, opts)
+    prior = fit_prior(list(pools.values()), profile, opts)
+    return Baseline(pools, last, suite_keys, prior, len(runs))
+
+
+def _remove_night_modes(pools: dict, arch: str, opts: PooledOptions) -> dict:
+    """Take each night's suite-wide shift out of its cases' medians.
+
+    A night whose clocks ran a little lower moves every compute-bound case
+    together; left in, that shift would count as every case's own noise. Each
+    run's common mode (as compare estimates it: medians, split compute- and
+    memory-bound) of its cases' deviations from their centers is removed, twice,
+    since the centers move with it.
+    """
+    exps = {key: _exponent(p.row, arch) for key, p in pools.items()}
+    raw = {key: np.asarray(p.medians) for key, p in pools.items()}
+    adj = dict(raw)
+    for _ in range(2):
+        centers = {key: float(np.mean(v)) for key, v in adj.items()}
+        devs: dict[int, list[tuple[float, float]]] = {}
+        for key, p in pools.items():
+            for run, m in zip(p.runs, raw[key]):
+                devs.setdefault(run, []).append((m - centers[key], exps[key]))
+        modes = {run: stats.common_mode([d for d, _ in v], [e for _, e in v], min_cases=opts.min_night_mode_cases)
+                 for run, v in devs.items()}
+        adj = {key: raw[key] - np.asarray([modes[r].at(exps[key]) if modes[r].method != "none" else 0.0
+                                           for r in p.runs]) for key, p in pools.items()}
+    return {key: replace(p, medians=tuple(float(x) for x in adj[key])) for key, p in pools.items()}
+
+
+def _usual(within: Sequence[float], how: str) -> float:
+    if how == "off":
+        return math.inf
+    return float(np.max(within) if how == "max" else np.mean(within))
+
+
+def _exponent(row: ResultRow, arch: str) -> float:
+    e = clock_exponent(arch, row.dtype, row.m, row.n, row.k, DTYPE_BYTES.get(row.dtype, 2),
+                       OUT_DTYPE_BYTES.get(row.dtype, 2))
+    return 0.0 if e is None else e
+
+
+@dataclass(frozen=True)
+class _Tested:
+    pool: NightPool
+    cur: ResultRow
+    est: float
+    se: float
+    df: float
+    s_between: float
+    spread_cur: float
+    exponent: float
+
+
+def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profile: NoiseProfile,
+          options: CompareOptions | None = None, pooled: PooledOptions | None = None,
+          base_label: str = "history") -> Comparison:
+    """Judge every case of CUR against its pooled nights (see the module docstring)."""
+    opts = options or CompareOptions()
+    popts = pooled or PooledOptions()
+    floor_pct = opts.min_effect_pct if opts.min_effect_pct is not None else popts.floor_pct
+    floor = math.log1p(floor_pct / 100.0)
+    cases: list[CaseComparison] = []
+    candidates = []
+    for row in cur.rows:
+        pool = baseline.pools.get(row.key)
+        prev = baseline.last_status.get(row.key)
+        if row.status != "ok" or not row.median_us:
+            cases.append(_status_case(prev, row))
+        elif pool is None:
+            verdict, why = (("fixed", f"{prev.status} in the last run, ok now") if prev is not None
+                            else ("added", "not in the history"))
+            cases.append(_plain(row, verdict, why))
+        elif pool.k < popts.min_nights:
+            cases.append(replace_base(_plain(row, "inconclusive", f"{pool.k} night(s) of history; pooling "
+                                             f"needs {popts.min_nights}"), pool, row))
+        else:
+            candidates.append((row, pool))
+    cur_keys = {r.key for r in cur.rows}
+    for key in sorted(baseline.suite_keys.get(cur_suite, frozenset()) - cur_keys):
+        cases.append(_plain(baseline.last_status[key], "removed", "in the suite's last run, not in cur",
+                            side="base"))
+
+    raw = [float(np.median(_log_repeats(r))) - p.center for r, p in candidates]
+    exps = [_exponent(r, arch) for r, _ in candidates]
+    cm = (stats.common_mode(raw, exps, min_cases=opts.min_common_mode_cases) if opts.common_mode and raw
+          else stats.CommonMode(n_cases=len(raw), method="none"))
+    tested = []
+    for (row, pool), shift, e in zip(candidates, raw, exps):
+        logs = _log_repeats(row)
+        d = pool.k - 1
+        s0 = baseline.prior.s0sq(math.exp(pool.center))
+        d0 = baseline.prior.d0
+        s2 = s0 if math.isinf(d0) else (d0 * s0 + d * pool.var) / (d0 + d)
+        excess = max(0.0, _median_var(logs) - _usual(pool.within, popts.excess_over))
+        se = math.sqrt(max(s2, 1e-8) * (1.0 + 1.0 / pool.k) + excess)
+        offset = cm.at(e) if cm.method != "none" else 0.0
+        tested.append(_Tested(pool, row, shift - offset, se, d0 + d, math.sqrt(s2),
+                              stats.robust_spread(logs), e))
+    p_values = [float(v) for v in 2.0 * sps.t.sf(np.abs([t.est / t.se for t in tested]),
+                                                  [t.df for t in tested])] if tested else []
+    q_values = stats.benjamini_hochberg(p_values) if opts.fdr else np.asarray(p_values, dtype=float)
+    for t, p, q in zip(tested, p_values, q_values):
+        case_floor = floor_pct
+        if popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us:
+            case_floor += 100.0 * profile.floor_us / math.exp(t.pool.center)
+        cases.append(_verdict(t, p, float(q), math.log1p(case_floor / 100.0), profile, opts, popts))
+    cases.sort(key=lambda c: (SEVERITY[c.verdict], -(c.adj_ratio or c.ratio or 0.0), c.kernel, c.shape, c.dtype))
+    suite = _suite(cm, tested, profile)
+    notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor)
+    few = sum(1 for _, p in [(None, baseline.pools.get(r.key)) for r in cur.rows if r.status == "ok"]
+              if p is not None and p.k < popts.min_nights)
+    if few:
+        notes.insert(0, f"{few} case(s) have fewer than {popts.min_nights} ok nights in the store, so they are "
+                        f"inconclusive: pooling needs {popts.min_nights}; add runs with `perfci history add`")
+    return Comparison(base_label, cur.path, arch, profile, opts, tuple(cases), suite, summarize(cases),
+                      False, tuple(notes))
+
+
+def _verdict(t: _Tested, p: float, q: float, floor: float, profile: NoiseProfile, opts: CompareOptions,
+             popts: PooledOptions) -> CaseComparison:
+    crit = float(sps.t.ppf(1.0 - (1.0 - opts.confidence) / 2.0, t.df))
+    lo, hi = t.est - crit * t.se, t.est + crit * t.se
+    base_us = math.exp(t.pool.center)
+    wide = math.log1p(profile.floor_for(t.exponent, False, base_us) / 100.0)
+    c = replace_base(CaseComparison(
+        kernel=t.cur.kernel, shape=t.cur.shape, dtype=t.cur.dtype, verdict="", adj_ratio=math.exp(t.est),
+        ci_low=math.exp(lo), ci_high=math.exp(hi), p_value=p, q_value=q, floor_pct=100.0 * math.expm1(floor),
+        clock_exponent=t.exponent, clock_space="time", spread_base_pct=100.0 * t.s_between,
+        spread_cur_pct=100.0 * t.spread_cur), t.pool, t.cur)
+    significant = q <= opts.alpha
+    if significant and (lo > floor or hi < -floor):
+        typical = float(np.median(t.pool.spreads))
+        if _disturbed(t.spread_cur, typical, popts):
+            return _with(c, "inconclusive", f"tonight's repeats spread ±{100 * t.spread_cur:.1f}% against "
+                                            f"±{100 * typical:.1f}% on a usual night: run it again", "cur")
+        if lo > floor:
+            return _with(c, "regressed", f"significant against {t.pool.k} nights, interval above the floor")
+        return _with(c, "improved", f"significant against {t.pool.k} nights, interval below the floor")
+    if -wide < lo and hi < wide:
+        return _with(c, "unchanged", f"interval inside ±{100 * math.expm1(wide):.1f}% (profile floor)")
+    if significant:
+        return _with(c, "inconclusive", "significant, but the interval reaches inside the floor")
+    return _with(c, "inconclusive", "not significant, interval reaches past the profile floor")
+
+
+def _with(c: CaseComparison, verdict: str, reason: str, disturbed: str = "") -> CaseComparison:
+    return replace(c, verdict=verdict, reason=reason, disturbed=disturbed)
+
+
+def replace_base(c: CaseComparison, pool: NightPool, row: ResultRow) -> CaseComparison:
+    """Fill the base side of C from the pooled nights: their center, count and status."""
+    base_us = math.exp(pool.center)
+    return replace(c, base_us=base_us, cur_us=row.median_us, ratio=row.median_us / base_us, n_base=pool.k,
+                   n_cur=len(row.repeats_us) or 1, weight=row.weight, base_status="ok", cur_status=row.status)
+
+
+def _plain(row: ResultRow, verdict: str, why: str, side: str = "cur") -> CaseComparison:
+    base = side == "base"
+    return CaseComparison(kernel=row.kernel, shape=row.shape, dtype=row.dtype, verdict=verdict, reason=why,
+                          base_us=row.median_us if base else None, cur_us=None if base else row.median_us,
+                          weight=row.weight, base_status=row.status if base else "",
+                          cur_status="" if base else row.status)
+
+
+def _status_case(prev: ResultRow | None, row: ResultRow) -> CaseComparison:
+    if prev is None:
+        return _plain(row, "added", "not in the history")
+    common = dict(kernel=row.kernel, shape=row.shape, dtype=row.dtype, base_status=prev.status,
+                  cur_status=row.status, base_us=prev.median_us, cur_us=row.median_us, weight=row.weight)
+    if prev.status == "ok" and row.status in FAILED:
+        why = f"ok in the last run, {row.status} now" + (f": {row.message}" if row.message else "")
+        return CaseComparison(verdict="broken", reason=why, **common)
+    return CaseComparison(verdict="skipped", reason=f"{prev.status} in the last run, {row.status} now", **common)
+
+
+def _suite(cm: stats.CommonMode, tested: Sequence[_Tested], profile: NoiseProfile) -> SuiteShift:
+    floor_pct = profile.suite_floor_pct
+    mem, comp = 100.0 * math.expm1(cm.memory), 100.0 * math.expm1(cm.memory + cm.clock)
+    overall = 100.0 * math.expm1(cm.overall)
+    if cm.method == "none":
+        return SuiteShift(mem, comp, overall, cm.method, False, "n/a", floor_pct, overall)
+    worst = max((mem, comp), key=abs) if cm.method == "split" else overall
+    # In time, a suite-wide shift cannot be told from a clock or driver change: never a regression.
+    verdict = "unchanged" if abs(worst) <= floor_pct else "inconclusive"
+    return SuiteShift(mem, comp, overall, cm.method, False, verdict, floor_pct, overall)
+
+
+def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, suite: SuiteShift,
+           profile: NoiseProfile, opts: CompareOptions, popts: PooledOptions, floor: float) -> list[str]:
+    notes = []
+    if tested:
+        ks = sorted({t.pool.k for t in tested})
+        nights = f"{ks[0]}" if len(ks) == 1 else f"{ks[0]}-{ks[-1]}"
+        spreads = [100.0 * t.s_between for t in tested]
+        notes.append(f"pooled baseline: each case against its last {nights} ok nights of {baseline.n_runs} "
+                     f"run(s) in the store (--nights {popts.nights}), in time; between-night spread "
+                     f"(moderated) median {np.median(spreads):.2f}%, range {min(spreads):.2f}-{max(spreads):.2f}%")
+        pr = baseline.prior
+        weight = "every case alike" if math.isinf(pr.d0) or pr.d0 >= 1e4 else f"worth {pr.d0:.1f} nights"
+        notes.append(f"spread prior from the {pr.source} ({weight}); a case's interval adds the spread of "
+                     f"the nights' mean and of tonight, and any scatter of tonight's repeats beyond a usual night's")
+    left = sum(t.pool.left_out for t in tested)
+    if left:
+        notes.append(f"{left} disturbed night(s) (repeats scattered >= {popts.disturbed_spread_pct:g}%) left "
+                     f"out of their case's pool")
+    if cm.method != "none":
+        line = (f"common mode (in time): compute-bound cases {suite.compute_pct:+.1f}%, memory-bound "
+                f"{suite.memory_pct:+.1f}%" if cm.method == "split" else
+                f"common mode (in time): every case {suite.overall_pct:+.1f}%")
+        if suite.verdict == "inconclusive":
+            line += " -- the suite moved as a whole tonight: clocks, driver or a shared change?"
+        notes.append(line + "; cases are judged on their residual from it")
+    absolute = popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us
+    notes.append(f"regressed/improved: q <= {opts.alpha:g} and the interval beyond ±{100 * math.expm1(floor):.1f}%"
+                 + (" (--min-effect)" if opts.min_effect_pct is not None else "")
+                 + (f" + {profile.floor_us:g} us / base time" if absolute else "")
+                 + f"; unchanged: the interval inside the {profile.name} profile's floor "
+                 f"({profile.floor_pct:g}%" + (f" + {profile.floor_us:g} us" if profile.floor_us else "") + ")")
+    return notes

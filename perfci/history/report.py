@@ -1,0 +1,136 @@
+"""A static HTML site of a history store: an index, a page per suite, a page per case.
+
+Pure: every function returns the text of one page; the command line writes them
+beside the PNGs of :mod:`perfci.history.plot`::
+
+    OUT/index.html                 suites, with their cases and change points counted
+    OUT/suite-<suite>.html         every case of the suite: latest time, last change, its trend
+    OUT/cases/<case>.html          one case: its trend, change points and every run
+    OUT/img/<case>.png
+
+Links are relative, so the folder can be opened from disk, served as is, or
+uploaded as a CI artifact. No script, no external resource.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from html import escape
+from typing import Sequence
+
+from perfci.history.check import CaseCheck
+from perfci.history.model import CaseSeries, History
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}
+th{background:#f3f3f3}.num{text-align:right;font-variant-numeric:tabular-nums}
+.up{color:#b00020;font-weight:600}.down{color:#0a7a2f;font-weight:600}.muted{color:#777}
+img.thumb{width:320px;border:1px solid #eee}img.full{max-width:100%;border:1px solid #eee}"""
+
+
+def case_slug(series: CaseSeries) -> str:
+    """A file name per case; the hash keeps two cases apart that differ only in punctuation."""
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", series.label).strip("_")[:80]
+    return f"{text}-{hashlib.sha1(series.label.encode()).hexdigest()[:6]}"
+
+
+def suite_file(suite: str) -> str:
+    return f"suite-{re.sub(r'[^A-Za-z0-9_.-]+', '_', suite or 'unnamed')}.html"
+
+
+def _page(title: str, body: list[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _pct(ratio: float) -> str:
+    cls = "up" if ratio > 1 else "down"
+    return f'<span class="{cls}">{100 * (ratio - 1):+.1f}%</span>'
+
+
+def _device(history: History) -> str:
+    m = history.manifest
+    return f"{escape(m.device_name)} ({escape(m.arch)})"
+
+
+def index_html(history: History, checks: Sequence[CaseCheck]) -> str:
+    runs = history.runs
+    span = (f"{escape(runs[0].info.timestamp[:10])} to {escape(runs[-1].info.timestamp[:10])}" if runs else "none")
+    body = [f"<h1>perfci history: {_device(history)}</h1>",
+            f"<p>{len(runs)} runs, {span}. Store: <code>{escape(history.path)}</code>.</p>",
+            "<table><tr><th>suite</th><th class=num>runs</th><th class=num>cases</th>"
+            "<th class=num>cases with a change</th><th>last run</th></tr>"]
+    for suite in history.suites:
+        mine = [c for c in checks if c.series.suite == suite]
+        suite_runs = [r for r in runs if r.info.suite == suite]
+        last = suite_runs[-1].info if suite_runs else None
+        body.append(f"<tr><td><a href=\"{suite_file(suite)}\">{escape(suite or '(unnamed)')}</a></td>"
+                    f"<td class=num>{len(suite_runs)}</td><td class=num>{len(mine)}</td>"
+                    f"<td class=num>{sum(bool(c.detection.changes) for c in mine)}</td>"
+                    f"<td>{escape(last.timestamp if last else '')} <span class=muted>"
+                    f"{escape(last.short_sha if last else '')}</span></td></tr>")
+    body.append("</table>")
+    body.append("<p class=muted>Change points: binary segmentation of the nightly medians with a rank test "
+                "and a permutation bound (<code>perfci history check</code>). Written by "
+                "<code>perfci history report</code>.</p>")
+    return _page(f"perfci history: {history.manifest.device_name}", body)
+
+
+def suite_html(history: History, suite: str, checks: Sequence[CaseCheck]) -> str:
+    mine = [c for c in checks if c.series.suite == suite]
+    # Cases with a change first, the largest last shift first: what a reader came for.
+    mine.sort(key=lambda c: (not c.detection.changes,
+                             -abs(c.detection.changes[-1].ratio - 1) if c.detection.changes else 0.0,
+                             c.series.label))
+    body = ["<p><a href=\"index.html\">&larr; all suites</a></p>",
+            f"<h1>{escape(suite or '(unnamed)')} on {_device(history)}</h1>",
+            "<table><tr><th>case</th><th class=num>runs</th><th class=num>latest µs</th>"
+            "<th>last change</th><th>trend</th></tr>"]
+    for c in mine:
+        s, slug = c.series, case_slug(c.series)
+        if c.detection.changes:
+            last = c.detection.changes[-1]
+            change = (f"{_pct(last.ratio)} at run {last.index} "
+                      f"<span class=muted>{escape((s.points[last.index].sha or '-')[:12])}</span>")
+        elif c.detection.too_short:
+            change = "<span class=muted>too few runs to tell</span>"
+        else:
+            change = "<span class=muted>none</span>"
+        body.append(f"<tr><td><a href=\"cases/{slug}.html\">{escape(s.label)}</a></td>"
+                    f"<td class=num>{len(s.points)}</td><td class=num>{s.points[-1].median_us:.3f}</td>"
+                    f"<td>{change}</td><td><a href=\"cases/{slug}.html\"><img class=thumb "
+                    f"src=\"img/{slug}.png\" alt=\"trend of {escape(s.label)}\"></a></td></tr>")
+    body.append("</table>")
+    return _page(f"{suite}: perfci history", body)
+
+
+def case_html(history: History, check: CaseCheck) -> str:
+    s, det = check.series, check.detection
+    slug = case_slug(s)
+    body = [f"<p><a href=\"../{suite_file(s.suite)}\">&larr; {escape(s.suite or '(unnamed)')}</a></p>",
+            f"<h1>{escape(s.label)}</h1>", f"<p>{_device(history)}, {len(s.points)} ok runs.</p>",
+            f"<img class=full src=\"../img/{slug}.png\" alt=\"trend of {escape(s.label)}\">"]
+    if det.too_short:
+        body.append(f"<p class=muted>{len(s.points)} run(s): too short to search for a change.</p>")
+    elif det.changes:
+        body.append("<h2>Change points</h2><table><tr><th>run</th><th>sha</th><th>date</th>"
+                    "<th class=num>before µs</th><th class=num>after µs</th><th>change</th><th class=num>p</th></tr>")
+        for c in det.changes:
+            p = s.points[c.index]
+            body.append(f"<tr><td class=num>{c.index}</td><td><code>{escape(p.sha or '-')}</code></td>"
+                        f"<td>{escape(p.timestamp)}</td><td class=num>{c.before:.3f}</td>"
+                        f"<td class=num>{c.after:.3f}</td><td>{_pct(c.ratio)}</td>"
+                        f"<td class=num>{c.p_value:.3g}</td></tr>")
+        body.append("</table>")
+    else:
+        body.append("<p class=muted>No change point.</p>")
+    body.append("<h2>Runs</h2><table><tr><th class=num>run</th><th>date</th><th>sha</th>"
+                "<th class=num>median µs</th><th class=num>repeats min-max µs</th><th>driver</th></tr>")
+    for p in reversed(s.points):
+        body.append(f"<tr><td class=num>{p.index}</td><td>{escape(p.timestamp)}</td>"
+                    f"<td><code>{escape((p.sha or '-')[:12])}</code></td><td class=num>{p.median_us:.3f}</td>"
+                    f"<td class=num>{min(p.repeats_us):.3f}-{max(p.repeats_us):.3f}</td>"
+                    f"<td>{escape(p.driver)}</td></tr>")
+    body.append("</table>")
+    return _page(f"{s.label}: perfci history", body)

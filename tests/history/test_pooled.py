@@ -1,0 +1,111 @@
+"""`perfci compare STORE CUR`: tonight against the store's last K nights, as a user runs it."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfci.compare import CompareOptions
+from perfci.compare.noise import profile_for_arch
+from perfci.history import store
+from perfci.history.pooled import PooledOptions, build_baseline, fit_prior, judge
+from perfci.results import read_results
+from tests.history.synth import write_night
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW = ("matmul_tiled", "4096x6144x768", "bf16")  # ~74 us
+
+
+def perfci(*args):
+    return subprocess.run([sys.executable, "-m", "perfci", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def five(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pooled")
+    store.add_runs(d / "st", [str(write_night(d / f"n{i}.csv", i)) for i in range(5)])
+    return d
+
+
+def test_a_four_percent_regression_is_found_against_five_nights_and_exits_1(five):
+    cur = write_night(five / "cur.csv", 9, slow={SLOW: 1.04})
+    r = perfci("compare", five / "st", cur, "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    bad = [c for c in out["cases"] if c["verdict"] == "regressed"]
+    assert [(c["kernel"], c["shape"], c["dtype"]) for c in bad] == [SLOW]
+    assert bad[0]["n_base"] == 5 and bad[0]["ci_low"] > 1.01 and bad[0]["q_value"] <= 0.05
+    assert any(n.startswith("pooled baseline: each case against its last 5 ok nights") for n in out["notes"])
+    # One run against one run cannot see 4%: the profile floor (5.36%) is in the way.
+    one = perfci("compare", five / "n4.csv", cur, "--format", "json")
+    assert one.returncode == 0
+    assert next(c for c in json.loads(one.stdout)["cases"] if c["kernel"] == SLOW[0] and c["shape"] == SLOW[1])[
+        "verdict"] != "regressed"
+
+
+def test_an_unchanged_night_exits_0_with_every_case_judged(five):
+    cur = write_night(five / "aa.csv", 10)
+    r = perfci("compare", five / "st", cur)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "perfci compare: " in r.stdout and "(last 5 nights)" in r.stdout
+    assert "regressed" not in r.stdout.split("verdicts:")[1].splitlines()[0]
+    assert "24 unchanged" in r.stdout or "inconclusive" in r.stdout
+
+
+def test_nights_limits_the_pool_and_the_old_two_file_compare_is_untouched(five):
+    cur = write_night(five / "cur3.csv", 11, slow={SLOW: 1.04})
+    out = json.loads(perfci("compare", five / "st", cur, "--nights", "3", "--format", "json").stdout)
+    assert {c["n_base"] for c in out["cases"] if c["verdict"] != "added"} == {3}
+    r = perfci("compare", five / "n0.csv", cur, "--nights", "3")
+    assert r.returncode == 2 and "--nights" in r.stderr and r.stderr.count("\n") == 1
+    r = perfci("compare", five / "st", cur, "--nights", "1")
+    assert r.returncode == 2 and "at least 2" in r.stderr
+
+
+def test_a_current_run_of_another_device_or_a_bad_store_is_refused(five, tmp_path):
+    other = write_night(tmp_path / "amd.csv", 3, env={"device_name": "AMD Instinct MI300X", "arch": "gfx942"})
+    r = perfci("compare", five / "st", other)
+    assert r.returncode == 2 and "holds runs of NVIDIA H200" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = perfci("compare", tmp_path / "empty", write_night(tmp_path / "c.csv", 3))
+    assert r.returncode == 2 and "not a perfci history store" in r.stderr
+
+
+def test_a_store_with_one_night_judges_nothing_and_strict_says_so(tmp_path):
+    store.add_runs(tmp_path / "st", [str(write_night(tmp_path / "n0.csv", 0))])
+    cur = write_night(tmp_path / "cur.csv", 1, slow={SLOW: 1.5})
+    r = perfci("compare", tmp_path / "st", cur)
+    assert r.returncode == 0 and "24 inconclusive" in r.stdout and "pooling needs 2" in r.stdout
+    assert perfci("compare", tmp_path / "st", cur, "--strict").returncode == 3
+
+
+def test_cur_already_in_the_store_is_left_out_of_its_own_baseline(five):
+    r = perfci("compare", five / "st", five / "n4.csv", "--format", "json")
+    out = json.loads(r.stdout)
+    assert any("left out of its own baseline" in n for n in out["notes"])
+    assert {c["n_base"] for c in out["cases"]} == {4}
+
+
+def test_broken_added_and_removed_cases(five, tmp_path):
+    cur = write_night(tmp_path / "cur.csv", 12, status={SLOW: "fail"},
+                      only={k for k in [SLOW, ("matmul_tiled", "1x1024x6144", "bf16")]})
+    r = perfci("compare", five / "st", cur, "--format", "json")
+    assert r.returncode == 1
+    verdicts = {(c["kernel"], c["shape"]): c["verdict"] for c in json.loads(r.stdout)["cases"]}
+    assert verdicts[SLOW[:2]] == "broken"
+    assert list(verdicts.values()).count("removed") == 22
+
+
+def test_the_prior_comes_from_the_profile_when_the_suite_is_too_small(five):
+    nights = [("decode", read_results(five / f"n{i}.csv")) for i in range(5)]
+    profile = profile_for_arch("sm_90")
+    b = build_baseline(nights, profile, PooledOptions(), "sm_90")
+    assert b.prior.source == "suite" and b.prior.d0 > 0
+    small = [p for key, p in b.pools.items() if key[0] == "matmul_tiled"][:4]
+    assert fit_prior(small, profile, PooledOptions()).source == "profile"
+    # Pure: the same tables give the same comparison.
+    cur = read_results(write_night(five / "pure.csv", 13))
+    a = judge(b, cur, "decode", "sm_90", profile, CompareOptions())
+    assert a == judge(b, cur, "decode", "sm_90", profile, CompareOptions())
