@@ -16,15 +16,18 @@ from perfci.errors import EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
 EPILOG = """\
 exit codes:
   0  success (compare: no regression; bisect: culprit named)
-  1  run: a case failed its check, crashed or timed out; compare: a case regressed or broke
+  1  run: a case failed its check, crashed or timed out; compare: a case regressed or broke;
+     confirm: a confirmed regression
   2  bad input or usage: one line naming the file, row and column
-  3  compare --strict: something was inconclusive; bisect: no real GOOD/BAD difference
+  3  compare/confirm --strict: something was inconclusive; bisect: no real GOOD/BAD difference
   130 interrupted (run keeps what it measured; bisect restores your tree)
 
 examples:
   perfci run smoke --device cpu --out results.csv    # CPU via the Triton interpreter
   perfci run decode --out cur.csv --filter 'M<=16'   # on the visible GPU
   perfci compare baselines/h200/decode.csv cur.csv --format markdown
+  perfci confirm main --results r.csv -- perfci run decode --cases verdicts.json --out r.csv
+  perfci history add history/ cur.csv && perfci compare history/ cur.csv
   perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \\
       -- perfci run decode --filter kernel=gemv --out r.csv
 """
