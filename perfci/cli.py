@@ -26,7 +26,7 @@ examples:
   perfci run smoke --device cpu --out results.csv    # CPU via the Triton interpreter
   perfci run decode --out cur.csv --filter 'M<=16'   # on the visible GPU
   perfci compare baselines/h200/decode.csv cur.csv --format markdown
-  perfci confirm main --results r.csv -- perfci run decode --cases verdicts.json --out r.csv
+  perfci confirm main --results r.csv -- perfci run decode --cases $PWD/verdicts.json --out r.csv
   perfci history add history/ cur.csv && perfci compare history/ cur.csv
   perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \\
       -- perfci run decode --filter kernel=gemv --out r.csv
