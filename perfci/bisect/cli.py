@@ -1,7 +1,7 @@
 """``perfci bisect``: find the commit that made a benchmark slower.
 
 The command line only: parse, check the options, hand a
-:class:`~perfci.bisect.session.BisectConfig` to the session, print the report.
+:class:`~perfci.bisect.search.BisectConfig` to the session, print the report.
 Heavy modules (git, pandas, scipy, matplotlib) are imported when a bisect runs,
 so ``perfci --help`` stays fast.
 """
@@ -24,11 +24,15 @@ Find the first commit between GOOD and BAD that made BENCH_CMD slower.
 
 perfci stashes your uncommitted work (tracked, staged and untracked files;
 ignored files are left alone), measures GOOD and BAD several times, checks the
-slowdown is real, then drives `git bisect`: at each commit it checks out,
+slowdown is real (a change past --min-effect that is not yet significant gets
+twice the runs at both ends, up to --max-repeats, before it is called no
+difference), then drives `git bisect`: at each commit it checks out,
 rebuilds (--build), runs BENCH_CMD --repeats times and calls the commit good,
 bad or unsure against the GOOD and BAD samples (rank tests plus the position of
-its median on the GOOD->BAD gap). Unsure commits get twice the runs, up to
---max-repeats, then are skipped; so are commits that fail to build or bench.
+its median on the GOOD->BAD gap). A commit like neither endpoint sends it back
+to measure GOOD and BAD more, and every verdict is judged again against them.
+Unsure commits get twice the runs, up to --max-repeats, then are skipped; so
+are commits that fail to build or bench.
 Your branch, HEAD, index and files come back exactly as they were, also after
 Ctrl-C or SIGTERM; after a hard kill run `perfci bisect --abort`.
 
@@ -95,7 +99,9 @@ def add_parser(subparsers) -> None:
     s.add_argument("--repeats", type=int, default=5, metavar="N",
                    help="runs per commit, and at GOOD and BAD (default 5; at least 5 for the baseline test)")
     s.add_argument("--max-repeats", type=int, default=20, metavar="N",
-                   help="an unsure commit's runs double up to N, then it is skipped (default 20)")
+                   help="runs double up to N: GOOD's and BAD's while their change is past --min-effect but "
+                        "not yet significant, or a commit is like neither; an unsure commit's, then it is "
+                        "skipped (default 20)")
     s.add_argument("--min-effect", type=percentage, default=2.0, metavar="PCT",
                    help="stop (exit 3) unless BAD is slower than GOOD by more than PCT percent (default 2)")
 
@@ -148,7 +154,7 @@ def _arguments_for_resume(args) -> dict:
 def _config(args, pause: Pause):
     from perfci.bisect.metric import MetricSpec, out_path_from_command
     from perfci.bisect.commands import BenchSpec
-    from perfci.bisect.session import BisectConfig
+    from perfci.bisect.search import BisectConfig
 
     if not args.good or not args.bad:
         raise PerfciError("give GOOD and BAD commits, then '--' and the bench command (see --help)")

@@ -61,6 +61,9 @@ class Classification:
     position: float | None = None
     p_value: float | None = None
     reason: str = ""
+    # The commit is like neither endpoint: significantly (p < alpha) and by more than
+    # --min-effect away from the one its median is nearer to. See :func:`classify`.
+    doubts_endpoints: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class BaselineCheck:
     p_value: float
     effect_pct: float  # (median BAD - median GOOD) / |median GOOD|, in oriented units
     message: str
+    # Not decided yet: measure each endpoint this many times (cached runs count), then
+    # check again. 0 once the answer stands. See :func:`check_baselines`.
+    more: int = 0
 
 
 @dataclass(frozen=True)
@@ -152,17 +158,30 @@ def _p_greater(lower: Sequence[float], higher: Sequence[float]) -> float:
     return mann_whitney(lower, higher, alternative="greater").p_value
 
 
-def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: float = 0.01) -> BaselineCheck:
+def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: float = 0.01,
+                    max_repeats: int = 0) -> BaselineCheck:
     """Decide whether GOOD -> BAD is a real slowdown: significant *and* larger than the floor.
+
+    The check is adaptive. When the medians are apart by more than ``min_effect_pct``
+    (either way) but the rank test is not yet significant, the answer is "measure
+    more", not "no difference": ``more`` is the number of runs each endpoint should have next
+    (doubling the smaller side's attempts, capped at ``max_repeats``), and the caller
+    measures and asks again. One outlier among five runs a side is enough to hold
+    an 8% step at p = 0.075 (U = 20 of 25), and one at each end, each towards the
+    other, at p = 0.27; with 10 runs a side the same outliers leave p < 0.01. A
+    flat pair (medians within the floor) is answered at once, and so is a pair
+    that is significant either way, so a clean step costs no extra runs.
 
     Args:
         good, bad: oriented samples (lower is better) of the two endpoints.
         min_effect_pct: the smallest slowdown, in percent of GOOD's median, worth a bisect.
         alpha: one-sided Mann-Whitney level. 0.01 needs at least 4 clean samples a side,
             which the default of 5 repeats gives.
+        max_repeats: the most runs an endpoint may get; 0 (the default) never asks for more.
 
     Returns:
-        A :class:`BaselineCheck` whose ``message`` states the numbers either way.
+        A :class:`BaselineCheck` whose ``message`` states the numbers either way;
+        ``more > 0`` means undecided (``real`` and ``swapped`` are both False then).
     """
     if len(good.values) < 2 or len(bad.values) < 2:
         raise ValueError("need at least two samples at each endpoint")
@@ -178,6 +197,15 @@ def check_baselines(good: Samples, bad: Samples, min_effect_pct: float, alpha: f
         return BaselineCheck(False, True, p_faster, effect,
                              f"GOOD is slower than BAD ({numbers}, p={p_faster:.3g}): the endpoints look swapped")
     if p_slower >= alpha:
+        # The medians are apart past the floor, either way, and the ranks do not (yet) say
+        # so: a few runs far off at one endpoint (or a real step not yet shown). Downwards
+        # too: three of GOOD's five runs 30% high made an 8% step read -16%, p = 0.5.
+        unsettled = effect > min_effect_pct or (effect < -min_effect_pct and p_faster >= alpha)
+        more = next_repeats(min(good.attempts, bad.attempts), max_repeats) if unsettled else 0
+        if more:
+            return BaselineCheck(False, False, p_slower, effect,
+                                 f"not yet significant ({numbers}, p={p_slower:.3g} >= {alpha}): "
+                                 f"measuring GOOD and BAD {more} times each", more=more)
         return BaselineCheck(False, False, p_slower, effect,
                              f"no significant difference between GOOD and BAD ({numbers}, p={p_slower:.3g} >= {alpha})")
     if effect < min_effect_pct:
@@ -192,7 +220,7 @@ BETWEEN_BAND = (0.25, 0.75)
 
 
 def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
-             alpha_between: float = 0.01) -> Classification:
+             alpha_between: float = 0.01, min_effect_pct: float = 2.0) -> Classification:
     """Good, bad or unsure: which endpoint does this commit look like?
 
     The rule needs two things to agree. The commit's median must sit on one side
@@ -203,10 +231,31 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
     caller doubles its samples. With five samples a side the smallest one-sided
     p is 1/252, so a clean 5% step over 1% noise is decided on the first round.
 
+    Every verdict rests on the endpoints' samples standing for their levels; a
+    few outliers at an endpoint can break that. ``doubts_endpoints`` is set when
+    the commit is like *neither* endpoint: its samples differ significantly (at
+    ``alpha``) and by more than ``min_effect_pct`` of GOOD's median from the
+    endpoint its median is nearer to. Under the step that a bisect looks for, a
+    commit is like one endpoint or the other, so this says that an endpoint's
+    median may be off (or that the commit is a partial slowdown). The verdict is
+    left as the rule above gives it; the caller asks :func:`endpoint_repeats`
+    whether to measure the endpoints more and classify again, and once they
+    cannot grow, :func:`settle` makes such a verdict unsure.
+
+    Why (issue 10, reproduced on the synthetic bench): BAD measured 10.77, 10.79,
+    13.97, 14.00, 14.11 (three runs 30% off). Its median made the gap 40% instead of 8%, every commit after the
+    step sat at ~20% of it, below the midpoint and significantly below BAD's
+    outliers, and was called good, up to the last one: the bisect named BAD
+    itself as the culprit and exited 0. Those commits were also 7-9% above GOOD
+    at p = 0.004, which is what ``doubts_endpoints`` looks at; five more runs of
+    BAD put its median back at its level.
+
     Args:
         samples, good, bad: oriented samples (lower is better).
         alpha: level of the one-sided test against the opposite endpoint.
         alpha_between: level at which "different from both endpoints" makes it unsure.
+        min_effect_pct: how far, in percent of GOOD's median, a commit must sit from
+            its nearer endpoint before it casts doubt on it (``--min-effect``).
     """
     if len(samples.values) < 2:
         return Classification(Verdict.SKIP, reason=f"only {len(samples.values)} of {samples.attempts} runs worked")
@@ -228,16 +277,89 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
     # to land high, and an unbounded rule would then skip the culprit.
     between = (p_above_good < alpha_between and p_below_bad < alpha_between
                and BETWEEN_BAND[0] < position < BETWEEN_BAND[1])
+    # Beyond an endpoint by its median (by more than the floor) but not by its ranks:
+    # the median stands on a few runs far off. Three of five runs 30% high put a commit
+    # at "335% of the gap" while its two other runs sat at GOOD's level; called bad on
+    # its median, it was named the culprit. More runs of it settle which it is.
+    if position > 1.0 or position < 0.0:
+        side, edge = ("BAD", b) if position > 1.0 else ("GOOD", g)
+        p_beyond = _p_greater(bad.values, samples.values) if position > 1.0 else _p_greater(samples.values,
+                                                                                          good.values)
+        beyond_pct = abs(x - edge) / abs(g) * 100.0 if g else math.inf
+        if beyond_pct > min_effect_pct and p_beyond >= alpha:
+            return Classification(Verdict.UNSURE, position, p_beyond,
+                                  f"at {position:.0%} of the gap: its median is {beyond_pct:.1f}% beyond {side}, "
+                                  f"its runs are not (p={p_beyond:.2g})")
+    # Like neither endpoint: away from the nearer one, significantly and by more than
+    # the floor. Under a single step that takes an endpoint whose median is off.
+    name, near, p_near = ("GOOD", g, p_above_good) if position < 0.5 else ("BAD", b, p_below_bad)
+    off_pct = abs(x - near) / abs(g) * 100.0 if g else math.inf
+    doubt = p_near < alpha and off_pct > min_effect_pct
+    note = f"; like neither: {off_pct:.1f}% from {name} (p={p_near:.2g})" if doubt else ""
     if position < 0.5:
         p = p_below_bad
         if p < alpha and not between:
-            return Classification(Verdict.GOOD, position, p, f"at {position:.0%} of the gap, below BAD (p={p:.2g})")
+            return Classification(Verdict.GOOD, position, p,
+                                  f"at {position:.0%} of the gap, below BAD (p={p:.2g}){note}", doubt)
     else:
         p = p_above_good
         if p < alpha and not between:
-            return Classification(Verdict.BAD, position, p, f"at {position:.0%} of the gap, above GOOD (p={p:.2g})")
+            return Classification(Verdict.BAD, position, p,
+                                  f"at {position:.0%} of the gap, above GOOD (p={p:.2g}){note}", doubt)
     why = "apart from both GOOD and BAD" if between else f"not separated (p={p:.2g})"
-    return Classification(Verdict.UNSURE, position, p, f"at {position:.0%} of the gap, {why}")
+    return Classification(Verdict.UNSURE, position, p, f"at {position:.0%} of the gap, {why}{note}", doubt)
+
+
+def endpoint_repeats(c: Classification, good: Samples, bad: Samples, max_repeats: int) -> int:
+    """Runs each endpoint should have before ``c`` is used; 0: use ``c`` as it is.
+
+    A commit that doubts the endpoints (see :func:`classify`) doubles both
+    endpoints' samples (the smaller side's attempts, cached runs counting), up to
+    ``max_repeats``; the caller then classifies the commit again against them.
+    Past that, :func:`settle` decides. The endpoints' samples are shared by every
+    verdict, so the extra runs are paid once per bisect (the caller judges the
+    commits measured so far again against them, from their cached runs).
+    """
+    if not c.doubts_endpoints:
+        return 0
+    return next_repeats(min(good.attempts, bad.attempts), max_repeats)
+
+
+def confirm_repeats(state: SearchState, good: Samples, bad: Samples, repeats: int, max_repeats: int) -> int:
+    """Runs each endpoint should have before BAD itself is named the culprit; 0: name it.
+
+    BAD is never measured as a step: that it is slow rests on its baseline runs
+    alone. Three of its five runs 30% high, with no step anywhere, were enough to
+    call every commit good against it and name BAD, exit 0. So before that
+    answer the endpoints are measured again once (doubled, capped at
+    ``max_repeats``), unless they already were, and every verdict is judged again.
+    """
+    if state.culprit is None or state.culprit != state.commits[-1]:
+        return 0
+    have = min(good.attempts, bad.attempts)
+    if have >= 2 * repeats:
+        return 0
+    return next_repeats(have, max_repeats)
+
+
+def settle(c: Classification, good: Samples, bad: Samples, max_repeats: int) -> Classification:
+    """The classification to act on: a commit still like neither endpoint at ``max_repeats`` is unsure.
+
+    Once the endpoints cannot grow, a commit that doubts them is either a partial
+    slowdown or up against an endpoint whose median still stands on outliers
+    (ten of twenty runs 30% off happens when three runs in ten are). Neither
+    verdict is safe, as in the "apart from both" band: it is unsure, so its own
+    runs are doubled and it is skipped if that does not settle it. A skip costs
+    at worst an exit 2 that names the candidates, where a wrong verdict costs a
+    wrong culprit.
+    """
+    if not c.doubts_endpoints or c.verdict not in (Verdict.GOOD, Verdict.BAD):
+        return c
+    if endpoint_repeats(c, good, bad, max_repeats):
+        return c  # the caller measures the endpoints more first
+    n = min(good.attempts, bad.attempts)
+    return Classification(Verdict.UNSURE, c.position, c.p_value,
+                          f"{c.reason}, with {n} runs of each endpoint", True)
 
 
 def next_repeats(current: int, max_repeats: int) -> int:

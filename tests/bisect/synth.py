@@ -7,11 +7,20 @@ commit multiplies ``base.txt`` by ``1 + step``. Every bench invocation appends a
 line to ``$BENCH_COUNTER`` when set, so tests can count runs from outside. With
 ``$BENCH_SEED_FILE`` set (the tests' default), the noise is seeded by the run's
 index in the session, so a test's outcome does not change from one CI run to
-the next.
+the next (``$BENCH_SEED_BASE`` gives a benchmark's trials different streams).
+
+Outliers, for the tests and ``benchmarks/bisect_outliers.py``:
+``$BENCH_OUTLIER_AT`` is ``SHA:K:FACTOR[,...]``: the K-th run (from 0) at commit
+SHA is multiplied by FACTOR (the run's index at its commit is counted in
+``$BENCH_COUNTER``, which must be set). ``$BENCH_OUTLIER_RATE`` makes any other
+run an outlier with that probability, ``$BENCH_OUTLIER_SIZE`` off (default 0.3),
+upwards, downwards or either (``$BENCH_OUTLIER_SIGN`` +1, -1 or 0; default +1).
+:mod:`tests.bisect.simulate` draws the same runs in-process.
 """
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,9 +33,14 @@ here = Path(__file__).resolve().parent
 base = float((here / "base.txt").read_text())
 noise = float(os.environ.get("BENCH_NOISE", "0.01"))
 counter = os.environ.get("BENCH_COUNTER")
+commit = os.environ.get("PERFCI_BISECT_COMMIT", "?")
+index = 0  # this run's index at its commit
 if counter:
+    if os.path.exists(counter):
+        with open(counter) as fh:
+            index = sum(1 for line in fh if line.strip() == commit)
     with open(counter, "a") as fh:
-        fh.write(os.environ.get("PERFCI_BISECT_COMMIT", "?") + "\\n")
+        fh.write(commit + "\\n")
 if (here / "broken.txt").exists():
     raise SystemExit("this commit's bench is broken")
 seed_file = os.environ.get("BENCH_SEED_FILE")
@@ -34,9 +48,21 @@ if seed_file:  # tests: the n-th run of a session draws the n-th seed, so a fail
     seeds = Path(seed_file)
     n = int(seeds.read_text() or 0) if seeds.exists() else 0
     seeds.write_text(str(n + 1))
-    random.seed(n)
+    base_seed = os.environ.get("BENCH_SEED_BASE")
+    random.seed(n if base_seed is None else f"{{base_seed}}:{{n}}")
+value = base * (1.0 + random.gauss(0.0, noise))
+planted = {{}}
+for item in filter(None, os.environ.get("BENCH_OUTLIER_AT", "").split(",")):
+    sha, k, factor = item.split(":")
+    planted[(sha, int(k))] = float(factor)
+rate = float(os.environ.get("BENCH_OUTLIER_RATE", "0"))
+if (commit, index) in planted:
+    value *= planted[(commit, index)]
+elif rate and random.random() < rate:
+    sign = int(os.environ.get("BENCH_OUTLIER_SIGN", "1")) or random.choice((1, -1))
+    value *= 1.0 + sign * float(os.environ.get("BENCH_OUTLIER_SIZE", "0.3"))
 print("warming up 3 iterations")
-print(f"time: {{base * (1.0 + random.gauss(0.0, noise)):.6f}} ms")
+print(f"time: {{value:.6f}} ms")
 """
 
 GIT_ENV = {
@@ -133,3 +159,29 @@ def snapshot(path: Path) -> dict:
         "worktrees": git(path, "worktree", "list", "--porcelain"),
         "files": files,
     }
+
+
+SIM_GOOD = "c00"  # how tests/bisect/simulate.py names GOOD; the range is c01 .. cNN, the last one BAD
+
+
+def endpoint_outliers(rng: random.Random, n_commits: int, count: int = 1, size: float = 0.3,
+                      direction: str = "toward", repeats: int = 5, at: str = "both") -> dict[str, dict[int, float]]:
+    """``count`` outliers at each endpoint (``at``: both, good or bad), at random runs among its first ``repeats``.
+
+    ``toward``: GOOD's are slower and BAD's faster (each towards the other endpoint,
+    the direction that hides a step from the rank test); ``away``: the opposite;
+    ``random``: either, per outlier. Keys are the simulation's commit names (``c00``
+    GOOD, ``cNN`` BAD); ``benchmarks/bisect_outliers.py`` maps them to shas for
+    ``$BENCH_OUTLIER_AT``.
+    """
+    bad = f"c{n_commits:02d}"
+    planted: dict[str, dict[int, float]] = {}
+    for sha, toward in ((SIM_GOOD, +1), (bad, -1)):
+        if at not in ("both", "good" if sha == SIM_GOOD else "bad"):
+            continue
+        runs = rng.sample(range(repeats), count)
+        signs = {"toward": [toward] * count, "away": [-toward] * count,
+                 "random": [rng.choice((1, -1)) for _ in range(count)]}[direction]
+        planted[sha] = {k: 1.0 + sign * size for k, sign in zip(runs, signs)}
+    return planted
+

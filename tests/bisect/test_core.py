@@ -6,8 +6,8 @@ import random
 import pytest
 
 from perfci.bisect.core import (
-    Samples, SearchState, Verdict, check_baselines, choose_next, classify, next_repeats, shift_pct, steps_left,
-    verdict_confidence,
+    Samples, SearchState, Verdict, check_baselines, choose_next, classify, confirm_repeats, endpoint_repeats,
+    next_repeats, settle, shift_pct, steps_left, verdict_confidence,
 )
 
 GOOD = Samples((10.00, 10.05, 9.95, 10.02, 9.98))
@@ -180,3 +180,133 @@ def test_doubling_the_samples_of_an_endpoint_twin_rarely_ends_in_a_skip():
             wrong += (c.verdict == Verdict.BAD) != (level == 10.5)
     assert wrong <= 1
     assert skips <= 6
+
+
+# --------------------------------------------------------------------------- outliers (issue 10, item 3)
+
+CLEAN_GOOD = (10.01, 10.02, 10.04, 10.05, 10.07)
+CLEAN_BAD = (10.77, 10.79, 10.83, 10.86, 10.90)  # +8%
+
+
+def test_baselines_with_one_outlier_a_side_ask_for_more_not_no_difference():
+    """One run 30% off at each end, towards the other: p = 0.27 at five a side, though the medians are 8% apart."""
+    good = Samples(CLEAN_GOOD[:4] + (13.0,))
+    bad = Samples(CLEAN_BAD[:4] + (7.6,))
+    first = check_baselines(good, bad, 2.0, max_repeats=20)
+    assert first.more == 10 and not first.real and not first.swapped
+    assert "not yet significant" in first.message and "measuring GOOD and BAD 10 times" in first.message
+    # The endpoints' next five runs are clean: decided, and real.
+    more_good = Samples(good.values + (10.00, 10.03, 10.06, 10.08, 9.99))
+    more_bad = Samples(bad.values + (10.80, 10.84, 10.88, 10.92, 10.75))
+    second = check_baselines(more_good, more_bad, 2.0, max_repeats=20)
+    assert second.real and second.more == 0 and second.p_value < 0.01
+    # Without room to grow (the old behaviour, and --max-repeats at --repeats) the answer is final.
+    for final in (check_baselines(good, bad, 2.0), check_baselines(good, bad, 2.0, max_repeats=5)):
+        assert final.more == 0 and not final.real and "no significant difference" in final.message
+
+
+def test_baselines_more_doubles_the_smaller_side_and_stops_at_max():
+    def overlapping(n, level):  # medians 5% apart, ranks interleaved: never significant
+        pattern = (9.0, 10.0, 10.1, 12.0, 13.0)
+        return Samples(tuple(level * v + i * 1e-4 for i in range(n // 5) for v in pattern))
+
+    def more(n_good, n_bad, max_repeats=20, failures=0):
+        good, bad = overlapping(n_good, 1.0), overlapping(n_bad, 1.05)
+        return check_baselines(good, Samples(bad.values, failures), 2.0, max_repeats=max_repeats).more
+
+    assert more(5, 5) == 10
+    assert more(20, 5) == 10  # 20 cached runs at GOOD: BAD's five decide the next count
+    assert more(10, 5, failures=5) == 20  # failed runs count as attempts: 10 a side already
+    assert more(10, 10, max_repeats=15) == 15
+    assert more(20, 20) == 0
+
+
+def test_baselines_flat_pair_and_swapped_are_answered_at_once():
+    flat = check_baselines(GOOD, Samples((10.01, 9.96, 10.04, 9.99, 10.03)), 2.0, max_repeats=20)
+    assert flat.more == 0 and not flat.real and "no significant difference" in flat.message
+    swapped = check_baselines(BAD, GOOD, 2.0, max_repeats=20)
+    assert swapped.swapped and swapped.more == 0
+    clean = check_baselines(Samples(CLEAN_GOOD), Samples(CLEAN_BAD), 2.0, max_repeats=20)
+    assert clean.real and clean.more == 0  # a clean step costs no extra runs
+
+
+def test_baselines_ask_for_more_when_goods_median_stands_on_outliers():
+    """Three of GOOD's five runs 30% high: the medians read -16%, the ranks nothing (p = 0.5)."""
+    good = Samples((10.02, 10.05, 13.0, 13.1, 12.9))
+    check = check_baselines(good, Samples(CLEAN_BAD), 2.0, max_repeats=20)
+    assert check.effect_pct < -2.0 and not check.swapped and check.more == 10
+
+
+# The issue's wrong culprit: BAD's five runs, three of them 30% high.
+CONTAMINATED_BAD = Samples((10.77, 10.79, 13.97, 14.00, 14.11))
+
+
+def test_a_commit_like_neither_endpoint_doubts_them():
+    """A commit at BAD's real level sits at ~20% of a gap that BAD's outliers made 40%.
+
+    The rule of position and rank calls it good (significantly below BAD's outliers),
+    which is how every commit after the step came out good and BAD itself was named
+    the culprit. It is also 7.5% above GOOD at p = 0.004: like neither endpoint.
+    """
+    after_the_step = Samples((10.76, 10.73, 10.75, 10.69, 10.69))
+    c = classify(after_the_step, Samples(CLEAN_GOOD), CONTAMINATED_BAD)
+    assert c.verdict == Verdict.GOOD and c.position < 0.25  # what the rule alone says
+    assert c.doubts_endpoints and "like neither" in c.reason
+    assert endpoint_repeats(c, Samples(CLEAN_GOOD), CONTAMINATED_BAD, 20) == 10
+    # With BAD's next five runs clean its median is back at its level, and so is the verdict.
+    regrown = Samples(CONTAMINATED_BAD.values + CLEAN_BAD)
+    again = classify(after_the_step, Samples(CLEAN_GOOD), regrown)
+    assert again.verdict == Verdict.BAD and not again.doubts_endpoints
+    # Once the endpoints are at --max-repeats the verdict is used as it is.
+    assert endpoint_repeats(c, Samples(CLEAN_GOOD * 4), Samples(CONTAMINATED_BAD.values * 4), 20) == 0
+
+
+def test_clean_commits_do_not_doubt_clean_endpoints():
+    rng = random.Random(99)
+
+    def draw(level, n=5):
+        return Samples(tuple(level * (1 + rng.gauss(0, 0.01)) for _ in range(n)))
+
+    doubts = 0
+    for t in range(2000):
+        good, bad = draw(10.0), draw(10.8)
+        doubts += classify(draw(10.8 if t % 2 else 10.0), good, bad).doubts_endpoints
+    assert doubts <= 10  # each one costs extra endpoint runs, never a wrong verdict
+
+
+def test_a_median_beyond_an_endpoint_that_its_runs_do_not_share_is_unsure():
+    """Three of a good commit's five runs 30% high put its median at '335% of the gap'."""
+    good, bad = Samples(CLEAN_GOOD), Samples(CLEAN_BAD)
+    contaminated = classify(Samples((12.97, 12.95, 10.10, 10.04, 13.00)), good, bad)
+    assert contaminated.verdict == Verdict.UNSURE and "beyond BAD" in contaminated.reason
+    # A commit really slower than BAD (tight runs, all beyond) is bad at once.
+    slower = classify(Samples((11.60, 11.65, 11.58, 11.70, 11.62)), good, bad)
+    assert slower.verdict == Verdict.BAD
+    # Mirrored: a median below GOOD that stands on three runs 30% low.
+    low = classify(Samples((7.6, 7.5, 10.8, 10.85, 7.55)), good, bad)
+    assert low.verdict == Verdict.UNSURE and "beyond GOOD" in low.reason
+    faster = classify(Samples((9.40, 9.45, 9.38, 9.42, 9.41)), good, bad)
+    assert faster.verdict == Verdict.GOOD
+
+
+def test_settle_makes_a_doubting_verdict_unsure_only_once_the_endpoints_are_at_max():
+    after_the_step = Samples((10.76, 10.73, 10.75, 10.69, 10.69))
+    good, bad = Samples(CLEAN_GOOD), CONTAMINATED_BAD
+    c = classify(after_the_step, good, bad)
+    assert settle(c, good, bad, 20) is c  # the endpoints can still grow: measure them first
+    at_max = settle(c, good, bad, 5)
+    assert at_max.verdict == Verdict.UNSURE and "with 5 runs of each endpoint" in at_max.reason
+    plain = classify(Samples((10.01, 10.03, 10.02, 10.05, 10.04)), good, Samples(CLEAN_BAD))
+    assert settle(plain, good, Samples(CLEAN_BAD), 5) is plain
+
+
+def test_bad_itself_is_named_only_after_the_endpoints_were_measured_again():
+    all_good = SearchState(COMMITS, {"c20": Verdict.BAD, "c19": Verdict.GOOD})
+    assert all_good.culprit == "c20"
+    five, ten = Samples(CLEAN_GOOD), Samples(CLEAN_GOOD * 2)
+    assert confirm_repeats(all_good, five, five, 5, 20) == 10
+    assert confirm_repeats(all_good, ten, ten, 5, 20) == 0  # already measured again
+    assert confirm_repeats(all_good, five, five, 5, 5) == 0  # no room: --max-repeats 5
+    earlier = SearchState(COMMITS, {"c20": Verdict.BAD, "c11": Verdict.BAD, "c10": Verdict.GOOD})
+    assert confirm_repeats(earlier, five, five, 5, 20) == 0
+    assert confirm_repeats(SearchState(COMMITS, {"c20": Verdict.BAD}), five, five, 5, 20) == 0  # not done yet
