@@ -26,3 +26,17 @@ def probability(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1")
     return value
+
+
+def at_least(minimum: int, why: str):
+    """An argument type for a whole number >= ``minimum``; ``why`` ends the refusal."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text}: {why}")
+        return value
+
+    return parse

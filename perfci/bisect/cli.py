@@ -152,7 +152,7 @@ def _arguments_for_resume(args) -> dict:
 
 
 def _config(args, pause: Pause):
-    from perfci.bisect.metric import MetricSpec, out_path_from_command
+    from perfci.bisect.metric import metric_spec
     from perfci.bisect.commands import BenchSpec
     from perfci.bisect.search import BisectConfig
 
@@ -160,23 +160,7 @@ def _config(args, pause: Pause):
         raise PerfciError("give GOOD and BAD commits, then '--' and the bench command (see --help)")
     if not args.command:
         raise PerfciError("no bench command: put it after '--', e.g. perfci bisect v1 HEAD -- ./bench.sh")
-    chosen = [name for name in ("metric", "json_path", "csv_column") if getattr(args, name)]
-    if len(chosen) > 1:
-        raise PerfciError(f"choose one of --metric, --json-path, --csv-column (got {', '.join(chosen)})")
-    if bool(args.csv_column) != bool(args.case):
-        raise PerfciError("--csv-column and --case go together")
-    csv_file = None
-    if args.csv_column:
-        csv_file = args.csv_file or out_path_from_command(args.command)
-        if not csv_file:
-            raise PerfciError("--csv-column needs the CSV's path: --csv-file PATH, or --out PATH in the bench command")
-    if args.metric:
-        import re
-
-        try:
-            re.compile(args.metric)
-        except re.error as err:
-            raise PerfciError(f"--metric {args.metric!r} is not a valid regex: {err}") from None
+    metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
     if args.repeats < 5:
         raise PerfciError("--repeats must be at least 5: fewer cannot show a significant GOOD/BAD difference")
     if args.max_repeats < args.repeats:
@@ -187,8 +171,7 @@ def _config(args, pause: Pause):
         raise PerfciError("--timeout must be positive")
     _refuse_stdout_inside_the_tree(Path(args.repo))
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
-    bench = BenchSpec(tuple(args.command), args.build,
-                      MetricSpec(args.metric, args.json_path, args.csv_column, args.case, csv_file), args.timeout)
+    bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better, args.repeats,
                         args.max_repeats, args.min_effect, args.first_parent, args.jobs, gpus,
                         _arguments_for_resume(args), pause)

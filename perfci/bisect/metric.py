@@ -166,3 +166,26 @@ def extract(spec: MetricSpec, stdout: str, cwd: Path) -> float:
     if spec.regex:
         return from_regex(stdout, spec.regex)
     return last_number(stdout)
+
+
+def metric_spec(regex: str | None, json_path: str | None, csv_column: str | None, case: str | None,
+                csv_file: str | None, command: Sequence[str]) -> MetricSpec:
+    """The metric options of ``perfci bisect`` and ``perfci confirm``, checked: where the number is."""
+    from perfci.errors import PerfciError
+
+    chosen = [name for name, given in (("--metric", regex), ("--json-path", json_path),
+                                       ("--csv-column", csv_column)) if given]
+    if len(chosen) > 1:
+        raise PerfciError(f"choose one of --metric, --json-path, --csv-column (got {', '.join(chosen)})")
+    if bool(csv_column) != bool(case):
+        raise PerfciError("--csv-column and --case go together")
+    if csv_column:
+        csv_file = csv_file or out_path_from_command(command)
+        if not csv_file:
+            raise PerfciError("--csv-column needs the CSV's path: --csv-file PATH, or --out PATH in the bench command")
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as err:
+            raise PerfciError(f"--metric {regex!r} is not a valid regex: {err}") from None
+    return MetricSpec(regex, json_path, csv_column, case, csv_file if csv_column else None)

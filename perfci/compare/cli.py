@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from perfci.args import percentage, probability
+from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
 
 COMPARE_HELP = """\
@@ -100,7 +100,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--min-effect", type=percentage, metavar="PCT",
                    help="use PCT%% as every case's floor instead of the profile's")
     p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
-    p.add_argument("--nights", type=_nights, metavar="K",
+    p.add_argument("--nights", type=at_least(2, "pooling needs at least 2 nights"), metavar="K",
                    help="BASE a history store: pool each case's last K ok runs (default 5)")
     p.add_argument("--no-clock-normalization", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-common-mode", action="store_true", help=argparse.SUPPRESS)
@@ -150,16 +150,6 @@ def main(args) -> int:
     if args.strict and result.inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
-
-
-def _nights(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"{text}: pooling needs at least 2 nights")
-    return value
 
 
 def calibrate_main(args) -> int:

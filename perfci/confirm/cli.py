@@ -127,40 +127,27 @@ class _OptionParser(argparse.ArgumentParser):
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     from perfci.bisect.commands import BenchSpec
-    from perfci.bisect.metric import MetricSpec, out_path_from_command
+    from perfci.bisect.metric import metric_spec
+    from perfci.confirm.analysis import MIN_ROUNDS
     from perfci.confirm.session import ConfirmConfig
 
     if not refs or len(refs) > 2:
         raise PerfciError("give BASE, and optionally CUR (default HEAD), before '--'")
     if not command:
         raise PerfciError("no bench command after '--'")
-    chosen = [name for name in ("metric", "json_path", "csv_column", "results") if getattr(args, name)]
-    if len(chosen) > 1:
-        raise PerfciError(f"choose one of --metric, --json-path, --csv-column, --results (got {', '.join(chosen)})")
-    if bool(args.csv_column) != bool(args.case):
-        raise PerfciError("--csv-column and --case go together")
+    if args.results and (args.metric or args.json_path or args.csv_column):
+        raise PerfciError("--results confirms every case of a results CSV: drop --metric, --json-path and "
+                          "--csv-column")
+    metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, command)
     if args.results and args.higher_is_better:
         raise PerfciError("--results times are microseconds, lower is better: drop --higher-is-better")
-    if not 2 <= args.min_rounds <= args.max_rounds:
-        raise PerfciError("need 2 <= --min-rounds <= --max-rounds")
+    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
+        raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
     if args.budget is not None and not args.budget > 0:
         raise PerfciError("--budget must be a positive number of seconds")
     if args.timeout is not None and not args.timeout > 0:
         raise PerfciError("--timeout must be positive")
-    csv_file = None
-    if args.csv_column:
-        csv_file = args.csv_file or out_path_from_command(command)
-        if not csv_file:
-            raise PerfciError("--csv-column needs the CSV's path: --csv-file PATH, or --out PATH in the bench command")
-    if args.metric:
-        import re
-
-        try:
-            re.compile(args.metric)
-        except re.error as err:
-            raise PerfciError(f"--metric {args.metric!r} is not a valid regex: {err}") from None
-    bench = BenchSpec(tuple(command), args.build,
-                      MetricSpec(args.metric, args.json_path, args.csv_column, args.case, csv_file), args.timeout)
+    bench = BenchSpec(tuple(command), args.build, metric, args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from perfci.args import percentage, probability
+from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
 
@@ -73,7 +73,7 @@ def add_parser(subparsers) -> None:
     c.add_argument("--format", choices=("table", "json"), default="table")
     c.add_argument("--alpha", type=probability, default=0.01,
                    help="permutation p-value a change needs, per case (default 0.01)")
-    c.add_argument("--min-segment", type=_min_segment, default=3, metavar="N",
+    c.add_argument("--min-segment", type=at_least(2, "a segment needs at least 2 runs"), default=3, metavar="N",
                    help="runs on each side of a change (default 3: a lone spike is never one)")
     c.add_argument("--min-change", type=percentage, default=1.0, metavar="PCT",
                    help="do not report shifts below PCT%% (default 1)")
@@ -98,16 +98,6 @@ def add_parser(subparsers) -> None:
 def _usage(parser) -> int:
     parser.print_help(sys.stderr)
     return EXIT_USAGE
-
-
-def _min_segment(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"{text}: a segment needs at least 2 runs")
-    return value
 
 
 def add_main(args) -> int:
