@@ -13,6 +13,7 @@ the file, the line and the column, never as a traceback.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
 import os
@@ -24,8 +25,9 @@ from perfci.files import atomic_write_text, read_input_text
 from perfci.roofline import throughput
 from perfci.model import STATUSES, CaseResult, Environment, ResultRow, ResultTable  # noqa: F401 - re-exported
 
-# 2: clock_source, gate and stalls (2026-11-30); files of schema 1 read as before.
-SCHEMA_VERSION = "2"
+# 2: clock_source, gate and stalls (2026-11-30); 3: shard, case_index and selection
+# (perfci run --shard, perfci merge). Files of older schemas read as before.
+SCHEMA_VERSION = "3"
 
 # The columns a perfci results CSV always has, in order. The ones a reader wants
 # first (what, how fast) come first, so the file reads well in a terminal.
@@ -36,10 +38,27 @@ COLUMNS = (
     "status", "message", "weight", "group", "rel_error",
     "arch", "device_name", "vendor", "driver", "runtime",
     "torch", "triton", "perfci", "git_sha", "host", "timestamp", "suite", "schema",
+    "shard", "case_index", "selection",
 )
+# Where a case sits in its run: `shard` is I/N (empty when the run was not
+# sharded), `case_index` its 1-based place among the cases the run selected
+# (suite order, after --filter/--cases, before --shard), and `selection`
+# "COUNT:HASH" of that whole selection (see selection_id), so `perfci merge`
+# can tell a complete set of shards from an incomplete one.
+PLACEMENT_COLUMNS = ("shard", "case_index", "selection")
 REQUIRED_COLUMNS = ("kernel", "shape", "dtype", "median_us", "repeats_us", "status")
 FLYDSL_COLUMNS = ("op", "shape", "dtype", "tbps", "tflops", "status")
 _SHAPE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)")
+
+# What a cell may hold. Beyond these a value is a corrupt file, not a measurement,
+# and downstream arithmetic (ratios, logs, FLOPs as floats) would overflow.
+TIME_RANGE_US = (1e-3, 1e12)  # 1 ns .. 11.6 days
+CLOCK_RANGE_MHZ = (1.0, 1e5)
+WEIGHT_RANGE = (1e-6, 1e6)
+MAX_DIM = 2 ** 31  # M, N, K
+MAX_COUNT = 10 ** 9  # iters, stalls
+# Per-repeat lists: each has one entry per repeat of repeats_us, or is empty.
+REPEAT_LISTS = ("sclk_mhz", "throttled", "temp_c", "power_w")
 
 
 # --------------------------------------------------------------------------- write
@@ -59,8 +78,12 @@ def _fmt_list(values: Iterable[float | None], digits: int = 4) -> str:
 
 
 def result_to_row(result: CaseResult, env: Environment, suite: str = "",
-                  peak_tflops: float | None = None, peak_tbps: float | None = None) -> dict[str, str]:
-    """Flatten one measured case into CSV cells (strings)."""
+                  peak_tflops: float | None = None, peak_tbps: float | None = None,
+                  placement: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Flatten one measured case into CSV cells (strings).
+
+    ``placement`` fills :data:`PLACEMENT_COLUMNS` (``perfci run`` passes them).
+    """
     spec = result.spec
     median = result.median_us
     tflops = tbps = roofline = None
@@ -92,7 +115,15 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
         "driver": env.driver, "runtime": env.runtime, "torch": env.torch, "triton": env.triton,
         "perfci": env.perfci, "git_sha": env.git_sha, "host": env.host, "timestamp": env.timestamp,
         "suite": suite, "schema": SCHEMA_VERSION,
+        **{column: str((placement or {}).get(column, "")) for column in PLACEMENT_COLUMNS},
     }
+
+
+def selection_id(keys: Iterable[tuple[str, str, str]]) -> str:
+    """``COUNT:HASH`` of a set of case keys: the same for the same cases in any order."""
+    lines = sorted("\x1f".join(key) for key in keys)
+    digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()[:12]
+    return f"{len(lines)}:{digest}"
 
 
 def render_rows_csv(rows: Sequence[dict[str, str]]) -> str:
@@ -134,12 +165,17 @@ class _Cells:
         return value
 
     def number(self, column: str, *, positive: bool = False, allow_empty: bool = True,
-               missing: frozenset[str] = frozenset({""})) -> float | None:
+               missing: frozenset[str] = frozenset({""}),
+               bounds: tuple[float, float] | None = None, unit: str = "") -> float | None:
         value = (self.raw.get(column) or "").strip()
         if value in missing:
             if allow_empty:
                 return None
             raise self.fail(column, "is empty")
+        return self._finite(column, value, positive, bounds, unit)
+
+    def _finite(self, column: str, value: str, positive: bool,
+                bounds: tuple[float, float] | None, unit: str) -> float:
         try:
             number = float(value)
         except ValueError:
@@ -148,34 +184,31 @@ class _Cells:
             raise self.fail(column, f"'{value}' is not a finite number")
         if positive and number <= 0:
             raise self.fail(column, f"{value} must be greater than zero")
+        if bounds is not None and not bounds[0] <= number <= bounds[1]:
+            raise self.fail(column, f"{value} is outside {bounds[0]:g}..{bounds[1]:g}{unit}")
         return number
 
-    def integer(self, column: str) -> int | None:
+    def integer(self, column: str, low: int = 0, high: int = MAX_COUNT) -> int | None:
         value = (self.raw.get(column) or "").strip()
         if not value:
             return None
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
-            raise self.fail(column, f"'{value}' is not an integer") from None
+            raise self.fail(column, f"'{value[:40]}' is not an integer") from None
+        if not low <= number <= high:
+            raise self.fail(column, f"{value[:40]} is outside {low}..{high}")
+        return number
 
-    def number_list(self, column: str, *, positive: bool = False) -> tuple[float | None, ...]:
+    def number_list(self, column: str, *, positive: bool = False,
+                    bounds: tuple[float, float] | None = None, unit: str = "") -> tuple[float | None, ...]:
         value = (self.raw.get(column) or "").strip()
         if not value:
             return ()
         out: list[float | None] = []
         for item in value.split(";"):
             item = item.strip()
-            if not item:
-                out.append(None)
-                continue
-            try:
-                number = float(item)
-            except ValueError:
-                raise self.fail(column, f"'{item}' is not a number") from None
-            if not math.isfinite(number) or (positive and number <= 0):
-                raise self.fail(column, f"{item} must be a finite number greater than zero")
-            out.append(number)
+            out.append(self._finite(column, item, positive, bounds, unit) if item else None)
         return tuple(out)
 
 
@@ -188,6 +221,18 @@ def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
         rows = list(reader)
     except csv.Error as err:
         raise PerfciError(f"{path}: not a valid CSV file ({err})") from None
+    first: dict[str, int] = {}
+    for number, name in enumerate(header, start=1):
+        if name and name in first:
+            # csv.DictReader would keep the last one silently
+            raise PerfciError(f"{path}: line 1: column '{name}' appears twice "
+                              f"(columns {first[name]} and {number})")
+        first[name] = number
+    for i, raw in enumerate(rows):
+        if None in raw or any(v is None for v in raw.values()):
+            cells = len(header) + len(raw.get(None) or ()) - sum(v is None for v in raw.values())
+            raise PerfciError(f"{path}: line {i + 2}: "
+                              f"{cells} cells, but the header has {len(header)} columns")
     return header, rows
 
 
@@ -249,18 +294,26 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         raise cells.fail("status", f"'{status}' is not one of {', '.join(STATUSES)}")
     kernel, shape, dtype = cells.text("kernel"), cells.text("shape"), cells.text("dtype")
     ok = status == "ok"
-    median = cells.number("median_us", positive=True, allow_empty=not ok)
-    repeats = cells.number_list("repeats_us", positive=True)
+    median = cells.number("median_us", positive=True, allow_empty=not ok, bounds=TIME_RANGE_US, unit=" us")
+    repeats = cells.number_list("repeats_us", positive=True, bounds=TIME_RANGE_US, unit=" us")
     if ok and any(r is None for r in repeats):
         raise cells.fail("repeats_us", "has an empty entry")
-    dims = [cells.integer(c) for c in ("M", "N", "K")]
+    dims = [cells.integer(c, 1, MAX_DIM) for c in ("M", "N", "K")]
     if any(d is None for d in dims):
         dims = list(parse_shape(shape) or (None, None, None))
     for name, d in zip("MNK", dims):
-        if d is not None and d <= 0:
-            raise cells.fail(name, f"{d} must be a positive integer")
-    weight = cells.number("weight", positive=True)
-    throttled = tuple(None if v is None else bool(v) for v in cells.number_list("throttled"))
+        if d is not None and not 1 <= d <= MAX_DIM:
+            raise cells.fail(name, f"{d} must be a positive integer up to {MAX_DIM}")
+    weight = cells.number("weight", positive=True, bounds=WEIGHT_RANGE)
+    clock = {"positive": True, "bounds": CLOCK_RANGE_MHZ, "unit": " MHz"}
+    lists = {column: cells.number_list(column, **(clock if column == "sclk_mhz" else {}))  # type: ignore[arg-type]
+             for column in REPEAT_LISTS}
+    for column, values in lists.items():
+        if values and repeats and len(values) != len(repeats):
+            # compare pairs the i-th clock with the i-th repeat; a shorter list cannot be paired
+            raise cells.fail(column, f"has {len(values)} entries for {len(repeats)} repeats "
+                                     f"(one per repeat of repeats_us, or none)")
+    throttled = tuple(None if v is None else bool(v) for v in lists["throttled"])
     return ResultRow(
         kernel=kernel, shape=shape, dtype=dtype, status=status,
         m=dims[0], n=dims[1], k=dims[2],
@@ -268,7 +321,7 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         repeats_us=tuple(r for r in repeats if r is not None) if ok else (),
         iters=cells.integer("iters") or 0,
         tflops=cells.number("tflops"), tbps=cells.number("tbps"),
-        sclk_mhz=cells.number_list("sclk_mhz", positive=True),
+        sclk_mhz=lists["sclk_mhz"],
         throttled=throttled,
         weight=1.0 if weight is None else weight,
         arch=cells.text("arch", required=False), device_name=cells.text("device_name", required=False),
@@ -304,6 +357,11 @@ def _flydsl_row(cells: _Cells) -> ResultRow:
             median = 2.0 * m * n * k / (tflops * 1e12) * 1e6
         else:
             median = 1e6 / (tflops if tflops is not None else tbps)
+        low, high = TIME_RANGE_US
+        if not low <= median <= high:
+            column = "tflops" if tflops is not None else "tbps"
+            raise cells.fail(column, f"{cells.text(column)} gives a time of {median:.3g} us, "
+                                     f"outside {low:g}..{high:g} us")
     return ResultRow(
         kernel=cells.text("op"), shape=shape, dtype=cells.text("dtype"), status=status,
         m=dims[0] if dims else None, n=dims[1] if dims else None, k=dims[2] if dims else None,

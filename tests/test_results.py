@@ -86,6 +86,26 @@ GOOD_HEADER = "kernel,shape,dtype,median_us,repeats_us,status\n"
     ("kernel,shape,dtype,median_us,repeats_us,status,M\nk,1x2x3,bf16,3,3,ok,two\n",
      "line 2, column 'M': 'two' is not an integer"),
     ("op,shape,dtype,tbps,tflops,status\nop,1x2x3,bf16,-,-,ok\n", "line 2, column 'tflops': an ok row needs"),
+    # what the bad-input probe of issue 11 found: a traceback or a silent misreading before
+    (GOOD_HEADER + "k,1x2x3,bf16,1e-320,1e-320,ok\n", "line 2, column 'median_us': 1e-320 is outside 0.001..1e+12 us"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,3;1e13,ok\n", "line 2, column 'repeats_us': 1e13 is outside"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,median_us\nk,1x2x3,bf16,3,3,ok,4\n",
+     "line 1: column 'median_us' appears twice (columns 4 and 7)"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,3,ok,extra\n", "line 2: 7 cells, but the header has 6 columns"),
+    (GOOD_HEADER + "k,1x2x3,bf16,3,3\n", "line 2: 5 cells, but the header has 6 columns"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,M\nk,1x2x3,bf16,3,3,ok," + "9" * 400 + "\n",
+     "line 2, column 'M': 9999999999"),
+    ("kernel,shape,dtype,median_us,repeats_us,status\nk," + "9" * 400 + "x2x3,bf16,3,3,ok\n",
+     "line 2, column 'M': " + "9" * 400 + " must be a positive integer up to 2147483648"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,sclk_mhz\nk,1x2x3,bf16,3,3;3;3,ok,1500;1500\n",
+     "line 2, column 'sclk_mhz': has 2 entries for 3 repeats"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,throttled\nk,1x2x3,bf16,3,3;3,ok,0;1;1\n",
+     "line 2, column 'throttled': has 3 entries for 2 repeats"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,sclk_mhz\nk,1x2x3,bf16,3,3;3,ok,1e-320;1\n",
+     "line 2, column 'sclk_mhz': 1e-320 is outside 1..100000 MHz"),
+    ("kernel,shape,dtype,median_us,repeats_us,status,weight\nk,1x2x3,bf16,3,3,ok,1e300\n",
+     "line 2, column 'weight': 1e300 is outside"),
+    ("op,shape,dtype,tbps,tflops,status\nop,1x2x3,bf16,-,1e-300,ok\n", "line 2, column 'tflops': 1e-300 gives a time"),
 ])
 def test_bad_files_name_file_line_and_column(tmp_path, body, expected):
     path = tmp_path / "bad.csv"
@@ -127,3 +147,17 @@ def test_cells_give_the_columns_a_result_row_has_no_field_for(tmp_path):
     assert str(err.value) == f"{path}: line 3, column 'roofline_pct': is empty"
     with pytest.raises(PerfciError, match="line 2, column 'sclk_mhz': '1500;1501;1502' is not a number"):
         cell_number(table, ok, cells[0], "sclk_mhz")
+
+
+def test_placement_columns_round_trip_and_the_selection_id_ignores_order(tmp_path):
+    from perfci.results import selection_id
+
+    keys = [("a", "1x1x1", "bf16"), ("b", "2x2x2", "fp16")]
+    assert selection_id(keys) == selection_id(reversed(keys)) != selection_id(keys[:1])
+    assert selection_id(keys).startswith("2:")
+    placed = {"shard": "2/4", "case_index": "7", "selection": selection_id(keys)}
+    path = tmp_path / "r.csv"
+    write_results(path, [result_to_row(make_result(), ENV, "decode", placement=placed)])
+    _, cells = read_results_cells(path)
+    assert {c: cells[0][c] for c in placed} == placed
+    assert result_to_row(make_result(), ENV)["shard"] == ""  # an unsharded run
