@@ -40,6 +40,10 @@ MIN_FLOOR_PCT = 0.5  # below this the floor is finer than any repeat interval is
 # 100 us and over (benchmarks/results/h200-2026-11-29b).
 LONG_US = 100.0
 MIN_LONG_RESIDUALS = 20
+# A floor above this lets any regression through: runs that far apart are not
+# A/A runs of the same code, and a profile that says so is refused, read or written.
+MAX_FLOOR_PCT = 100.0
+MAX_FLOOR_US = 1e6
 
 # A residual class: (clock mode, boundness). "clocked" residuals come from
 # compare with clock normalization, and only from the cases it could normalize;
@@ -96,6 +100,8 @@ def calibrate(tables: Sequence[ResultTable], arch: str | None = None, name: str 
                for (mode, bound), (q, _) in relative.items()}
     floor_us = _floor_us(residuals.pools, relative)
     profile = _assemble_profile(arch, name, len(tables), residuals, q99_pct, floor_us)
+    check_profile(profile, "calibrate", advice="; these runs are not A/A runs of the same code "
+                                                "on one quiet device")
     return Calibration(profile, len(tables), residuals.n_pairs, residuals.n_residuals, q99_pct,
                        round(100.0 * math.expm1(max(residuals.suite_shifts)), 3),
                        residuals.n_disturbed, floor_us)
@@ -147,6 +153,28 @@ def _suite_shift(a: ResultTable, b: ResultTable, arch: str) -> float:
     """The larger of the memory- and compute-side common-mode shifts of one pair, log."""
     cm = suite_common_mode(a, b, arch, CompareOptions(arch=arch or None))
     return max(abs(cm.memory), abs(cm.memory + cm.clock))
+
+
+def check_profile(profile: NoiseProfile, where: str, advice: str = "") -> NoiseProfile:
+    """``profile``, if every floor is a finite percentage of at most :data:`MAX_FLOOR_PCT`.
+
+    Raises:
+        PerfciError: naming the first floor that is not (and ``advice`` after it).
+    """
+    floors = {"floor_pct": profile.floor_pct, "unclocked_floor_pct": profile.unclocked_floor_pct,
+              "band_floor_pct": profile.band_floor_pct,
+              "unclocked_band_floor_pct": profile.unclocked_band_floor_pct,
+              "suite_floor_pct": profile.suite_floor_pct}
+    for key, value in floors.items():
+        if not (math.isfinite(value) and 0 <= value <= MAX_FLOOR_PCT):
+            raise PerfciError(f"{where}: {key} {value:.3g}% is not a floor between 0 and "
+                              f"{MAX_FLOOR_PCT:g}%{advice}")
+    if not (math.isfinite(profile.clock_swing_pct) and 0 <= profile.clock_swing_pct < 100):
+        raise PerfciError(f"{where}: clock_swing_pct {profile.clock_swing_pct:.3g}% must be below 100%")
+    if not (math.isfinite(profile.floor_us) and 0 <= profile.floor_us <= MAX_FLOOR_US):
+        raise PerfciError(f"{where}: floor_us {profile.floor_us:.3g} us is not between 0 and "
+                          f"{MAX_FLOOR_US:g}{advice}")
+    return profile
 
 
 def _relative_q99(values: list[tuple[float, float]]) -> tuple[float | None, bool]:

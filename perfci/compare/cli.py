@@ -100,6 +100,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--min-effect", type=percentage, metavar="PCT",
                    help="use PCT%% as every case's floor instead of the profile's")
     p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
+    p.add_argument("--allow-device-mismatch", action="store_true",
+                   help="judge runs of two devices against each other (refused by default, exit 2: "
+                        "the arch or device name of BASE and CUR differ)")
     p.add_argument("--nights", type=at_least(2, "pooling needs at least 2 nights"), metavar="K",
                    help="BASE a history store: pool each case's last K ok runs (default 5)")
     p.add_argument("--no-clock-normalization", action="store_true", help=argparse.SUPPRESS)
@@ -118,7 +121,7 @@ def add_parser(subparsers) -> None:
 
 def main(args) -> int:
     from perfci.compare.comparison import CompareOptions
-    from perfci.compare.inputs import read_any, read_profile
+    from perfci.compare.inputs import check_same_device, read_any, read_profile
     from perfci.compare.render import RENDERERS, plot
     from perfci.compare.verdicts import compare
 
@@ -135,7 +138,10 @@ def main(args) -> int:
         if args.nights is not None:
             raise PerfciError(f"--nights: {args.base} is a file; --nights pools the runs of a history "
                               f"store (a directory made by `perfci history add`)")
-        result = compare(read_any(args.base), read_any(args.cur), profile, opts)
+        base, cur = read_any(args.base), read_any(args.cur)
+        if not args.allow_device_mismatch:
+            check_same_device(base, cur)
+        result = compare(base, cur, profile, opts)
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
@@ -154,7 +160,7 @@ def main(args) -> int:
 
 def calibrate_main(args) -> int:
     from perfci.compare.calibration import calibrate
-    from perfci.compare.inputs import read_any
+    from perfci.compare.inputs import check_same_device, read_any
     from perfci.compare.noise import profile_to_json
     from perfci.files import atomic_write_text
 
@@ -162,7 +168,12 @@ def calibrate_main(args) -> int:
         raise PerfciError("calibrate: the same file is given twice; A/A needs separate runs")
     if len(args.runs) < 2:
         raise PerfciError("calibrate: give two or more A/A runs")
+    if args.out and os.path.realpath(args.out) in set(map(os.path.realpath, args.runs)):
+        raise PerfciError(f"calibrate: --out {args.out} is one of the runs it reads; "
+                          f"write the profile to another file")
     tables = [read_any(p) for p in args.runs]
+    for table in tables[1:]:
+        check_same_device(tables[0], table)  # A/A runs are runs of one device
     cal = calibrate(tables, arch=args.arch, name=args.name)
     text = profile_to_json(cal.profile, {"runs": list(args.runs), "pairs": cal.n_pairs,
                                          "residuals": cal.n_residuals, "q99_pct": cal.q99_pct,

@@ -18,11 +18,12 @@ import re
 import statistics
 from pathlib import Path
 
+from perfci.compare.calibration import check_profile
 from perfci.compare.noise import BUILTIN_PROFILES, NoiseProfile, profile_from_dict
 from perfci.errors import PerfciError
 from perfci.files import read_input_text
 from perfci.model import ResultRow, ResultTable
-from perfci.results import read_results
+from perfci.results import MAX_DIM, TIME_RANGE_US, read_results
 
 _BRACKET = re.compile(r"\[.*\]$")
 
@@ -53,10 +54,7 @@ def read_pytest_benchmark(path: str) -> ResultTable:
     m/n/k give the shape ``MxNxK``, other params the shape text.
     """
     text = read_input_text(str(path), "JSON")
-    try:
-        data = _parse_json(path, text, parse_constant=_reject_constant)
-    except ValueError as err:  # NaN / Infinity literals
-        raise PerfciError(f"{path}: {err}") from None
+    data = _parse_json(path, text, parse_constant=_reject_constant)
     if not isinstance(data, dict) or "benchmarks" not in data:
         raise PerfciError(f"{path}: not a pytest-benchmark JSON file (no top-level 'benchmarks' list)")
     benches = data["benchmarks"]
@@ -77,11 +75,29 @@ def read_pytest_benchmark(path: str) -> ResultTable:
 
 
 def _parse_json(path: object, text: str, **options):
-    """``json.loads``, with a syntax error as one line naming the file and the place."""
+    """``json.loads``, with a syntax error as one line naming the file and the place.
+
+    A key given twice in one object is an error (``json`` keeps the last one
+    silently), and so are an integer of more digits than Python converts and a
+    document nested deeper than the parser recurses.
+    """
     try:
-        return json.loads(text, **options)
+        return json.loads(text, object_pairs_hook=_unique_keys, **options)
     except json.JSONDecodeError as err:
         raise PerfciError(f"{path}: line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise PerfciError(f"{path}: not valid input (JSON nested too deeply)") from None
+    except ValueError as err:  # an integer beyond Python's digit limit, NaN/Infinity, a key given twice
+        raise PerfciError(f"{path}: {str(err).splitlines()[0]}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"key '{key[:40]}' appears twice in one JSON object")
+        data[key] = value
+    return data
 
 
 def _reject_constant(name: str):
@@ -117,7 +133,7 @@ def _bench_row(path: str, i: int, b: object) -> ResultRow:
         kernel = _BRACKET.sub("", kernel) or kernel
         lower = {str(key).lower(): v for key, v in params.items()}
         dims = [lower.get(d) for d in ("m", "n", "k")]
-        if all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+        if all(isinstance(d, int) and not isinstance(d, bool) and 0 < d <= MAX_DIM for d in dims):
             m, n, k = dims  # type: ignore[misc]
             shape = f"{m}x{n}x{k}"
         else:
@@ -131,11 +147,24 @@ def _bench_row(path: str, i: int, b: object) -> ResultRow:
 
 
 def _seconds(where: str, v: object) -> float:
+    """A time in seconds that is a time in microseconds perfci can compute with."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise PerfciError(f"{where}: {v!r} is not a number")
-    if not math.isfinite(v) or v <= 0:
-        raise PerfciError(f"{where}: {v!r} must be a finite time greater than zero")
-    return float(v)
+        raise PerfciError(f"{where}: {_short(v)} is not a number")
+    try:
+        seconds = float(v)
+    except OverflowError:  # an integer of hundreds of digits
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise PerfciError(f"{where}: {_short(v)} must be a finite time greater than zero")
+    low, high = TIME_RANGE_US
+    if not low <= seconds * 1e6 <= high:
+        raise PerfciError(f"{where}: {_short(v)} s is outside {low:g}..{high:g} us")
+    return seconds
+
+
+def _short(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
 def read_profile(name_or_path: str) -> NoiseProfile:
@@ -146,8 +175,46 @@ def read_profile(name_or_path: str) -> NoiseProfile:
     if not path.exists():
         raise PerfciError(f"--noise-profile {name_or_path}: neither a built-in profile "
                           f"({', '.join(BUILTIN_PROFILES)}) nor an existing file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise PerfciError(f"{path}: cannot read the noise profile ({err})") from None
-    return profile_from_dict(_parse_json(path, text), str(path))
+    text = read_input_text(str(path), "noise profile")
+    data = _parse_json(path, text, parse_constant=_reject_constant)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                try:
+                    float(value)
+                except OverflowError:
+                    raise PerfciError(f"{path}: key '{key}' must be a number >= 0, got "
+                                      f"{_short(value)}") from None
+    return check_profile(profile_from_dict(data, str(path)), str(path))
+
+
+def run_device(table: ResultTable) -> tuple[str, str]:
+    """(arch, device name) of the run a table holds; ("", "") when it does not say.
+
+    On the CPU the name is the host's processor, which differs from runner to
+    runner while the interpreter's numbers do not depend on it: only the arch counts.
+
+    Raises:
+        PerfciError: the rows name more than one device.
+    """
+    archs = sorted({r.arch for r in table.rows if r.arch})
+    names = sorted({r.device_name for r in table.rows if r.device_name and r.arch != "cpu"})
+    if len(archs) > 1 or len(names) > 1:
+        raise PerfciError(f"{table.path}: rows from more than one device "
+                          f"({', '.join(archs + names)}); one run is one device")
+    return (archs[0] if archs else "", names[0] if names else "")
+
+
+def check_same_device(base: ResultTable, cur: ResultTable) -> None:
+    """Refuse to judge runs of two devices against each other (one line, exit 2).
+
+    A field either file leaves empty (FlyDSL and pytest-benchmark files say
+    nothing) cannot differ.
+    """
+    (arch_b, name_b), (arch_c, name_c) = run_device(base), run_device(cur)
+    if (arch_b and arch_c and arch_b != arch_c) or (name_b and name_c and name_b != name_c):
+        def said(arch: str, name: str) -> str:
+            return " ".join(filter(None, (name, f"({arch})" if arch else "")))
+        raise PerfciError(f"{base.path} ran on {said(arch_b, name_b)} and {cur.path} on "
+                          f"{said(arch_c, name_c)}: a different device is not a regression; compare "
+                          f"runs of one device (--allow-device-mismatch to compare them anyway)")

@@ -148,3 +148,16 @@ def test_assembled_floor_is_never_finer_than_the_minimum():
     assert p.floor_pct == p.suite_floor_pct == calibration.MIN_FLOOR_PCT
     assert p.name == "quiet" and p.floor_us == 0.25
     assert "(1 from a disturbed run left out)" in p.source and "plus 0.25 us" in p.source
+
+
+def test_calibrate_refuses_a_floor_no_regression_could_cross():
+    # Half the cases 1000x slower in the second run: not A/A runs of one code, and the
+    # floor they imply (thousands of percent) would let any regression through.
+    a, b = _aa_runs(2, seed=7)
+    slow = replace(b, rows=tuple(replace(r, median_us=r.median_us * 1000,
+                                         repeats_us=tuple(x * 1000 for x in r.repeats_us)) if i % 2 else r
+                                 for i, r in enumerate(b.rows)))
+    with pytest.raises(PerfciError, match=r"^calibrate: \w+ [\d.e+]+% is not a floor between 0 and 100%; "
+                                          r"these runs are not A/A runs"):
+        calibrate([a, slow])
+    calibrate([a, b])  # the same runs without the change give a profile

@@ -167,3 +167,34 @@ def test_calibrate_writes_a_profile_compare_accepts(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"noise profile gfx950: floor {prof['floor_pct']:g}% with clocks" in r.stdout
     assert perfci("calibrate", DATA / "aa_base.csv").returncode == 2
+
+
+def _relabel(src, dst, **cells):
+    import csv
+    rows = list(csv.DictReader(open(src)))
+    with open(dst, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**row, **cells} for row in rows)
+
+
+def test_compare_refuses_two_devices_unless_told(tmp_path):
+    base = DATA / "h200_planted_base.csv"
+    _relabel(base, tmp_path / "mi300x.csv", arch="gfx942", device_name="AMD Instinct MI300X")
+    r = perfci("compare", base, tmp_path / "mi300x.csv")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"perfci: error: {base} ran on NVIDIA H200 (sm_90) and {tmp_path / 'mi300x.csv'} on AMD Instinct "
+        f"MI300X (gfx942): a different device is not a regression; compare runs of one device "
+        f"(--allow-device-mismatch to compare them anyway)"]
+    r = perfci("compare", base, tmp_path / "mi300x.csv", "--allow-device-mismatch")
+    assert r.returncode == 0 and "mixes devices" in r.stdout
+
+
+def test_calibrate_refuses_to_write_over_one_of_its_runs(tmp_path):
+    runs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for run, src in zip(runs, ("aa_base.csv", "aa_cur.csv")):
+        run.write_bytes((DATA / src).read_bytes())
+    r = perfci("calibrate", *runs, "--out", tmp_path / "." / "b.csv")
+    assert r.returncode == 2 and "--out" in r.stderr and "is one of the runs it reads" in r.stderr
+    assert runs[1].read_bytes() == (DATA / "aa_cur.csv").read_bytes()  # nothing lost

@@ -89,6 +89,20 @@ def test_median_alone_is_one_value_so_compare_is_threshold_only(tmp_path):
     (_bench(stats={"median": True}), "benchmarks[0].stats.median: True is not a number"),
     ('{"benchmarks": [{"name": "a", "stats": {"median": Infinity}}]}',
      "'Infinity' is not a finite number (JSON has no NaN or Infinity)"),
+    # issue 11's probe: these tracebacked, or were read as something else
+    ('{"benchmarks": [{"name": "a", "stats": {"median": 1' + "0" * 400 + '}}]}',
+     "benchmarks[0].stats.median: 1" + "0" * 29 + "... (401 characters) "
+     "must be a finite time greater than zero"),
+    ('{"benchmarks": [{"name": "a", "stats": {"median": 1e300}}]}',
+     "benchmarks[0].stats.median: 1e+300 s is outside 0.001..1e+12 us"),
+    ('{"benchmarks": [{"name": "a", "stats": {"median": 1e-320}}]}',
+     "benchmarks[0].stats.median: 1e-320 s is outside 0.001..1e+12 us"),
+    ('{"benchmarks": [{"name": "a", "stats": {"median": 1}}], "benchmarks": []}',
+     "key 'benchmarks' appears twice in one JSON object"),
+    ('{"benchmarks": [{"name": "a", "stats": {"median": 1' + "0" * 5000 + '}}]}',
+     "Exceeds the limit (4300 digits) for integer string conversion: value has 5001 digits; "
+     "use sys.set_int_max_str_digits() to increase the limit"),
+    ("[" * 100_000 + "]" * 100_000, "not valid input (JSON nested too deeply)"),
 ])
 def test_bad_pytest_benchmark_json_is_one_line_naming_file_and_place(tmp_path, text, message):
     f = tmp_path / "pb.json"
@@ -99,6 +113,54 @@ def test_bad_pytest_benchmark_json_is_one_line_naming_file_and_place(tmp_path, t
 
 
 # --------------------------------------------------------------------------- read_profile
+
+
+def test_huge_params_are_shape_text_not_dimensions(tmp_path):
+    f = tmp_path / "pb.json"
+    f.write_text(_bench(params={"m": 10 ** 400, "n": 2, "k": 3}))
+    (row,) = read_any(f).rows
+    assert (row.m, row.n, row.k) == (None, None, None) and row.shape.startswith("k=3,m=1000")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"floor_pct": 7.4e296}, "floor_pct 7.4e+296% is not a floor between 0 and 100%"),
+    ({"suite_floor_pct": 101}, "suite_floor_pct 101% is not a floor between 0 and 100%"),
+    ({"clock_swing_pct": 100}, "clock_swing_pct 100% must be below 100%"),
+    ({"floor_us": 10 ** 400}, "key 'floor_us' must be a number >= 0, got 1" + "0" * 29 + "... (401 characters)"),
+])
+def test_read_profile_refuses_absurd_floors(tmp_path, change, message):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({**json.loads(profile_to_json(BUILTIN_PROFILES["cpu"])), **change}))
+    with pytest.raises(PerfciError) as err:
+        read_profile(str(f))
+    assert str(err.value).startswith(f"{f}: {message}")
+
+
+def _table(path, arch, name):
+    from perfci.model import ResultRow, ResultTable
+    rows = (ResultRow(kernel="k", shape="1x2x3", dtype="bf16", status="ok", median_us=1.0, arch=arch,
+                      device_name=name),)
+    return ResultTable(path=path, format="perfci", rows=rows)
+
+
+def test_devices_must_match_where_both_files_say():
+    from perfci.compare.inputs import check_same_device
+
+    h200 = _table("a.csv", "sm_90", "NVIDIA H200")
+    check_same_device(h200, _table("b.csv", "sm_90", "NVIDIA H200"))
+    check_same_device(h200, _table("b.csv", "", ""))  # FlyDSL / pytest-benchmark: nothing to check
+    check_same_device(h200, _table("b.csv", "sm_90", ""))  # an older file without the name
+    check_same_device(_table("a.csv", "cpu", "AMD EPYC"), _table("b.csv", "cpu", "Intel Xeon"))
+    with pytest.raises(PerfciError, match=r"^a.csv ran on NVIDIA H200 \(sm_90\) and b.csv on NVIDIA H100 "
+                                          r"\(sm_90\): a different device is not a regression"):
+        check_same_device(h200, _table("b.csv", "sm_90", "NVIDIA H100"))
+    with pytest.raises(PerfciError, match="on AMD Instinct MI300X \\(gfx942\\)"):
+        check_same_device(h200, _table("b.csv", "gfx942", "AMD Instinct MI300X"))
+    mixed = _table("m.csv", "sm_90", "x")
+    mixed = type(mixed)(path="m.csv", format="perfci", rows=mixed.rows + tuple(
+        type(r)(**{**r.__dict__, "kernel": "k2", "arch": "gfx942"}) for r in mixed.rows))
+    with pytest.raises(PerfciError, match=r"^m.csv: rows from more than one device \(gfx942, sm_90, x\)"):
+        check_same_device(mixed, h200)
 
 
 def test_read_profile_takes_a_builtin_name_or_calibrates_json(tmp_path):
@@ -129,5 +191,5 @@ def test_read_profile_errors_are_one_line_naming_the_file(tmp_path):
     with pytest.raises(PerfciError, match=r"p.json: key 'floor_pct' must be a number >= 0, got 'two'$"):
         read_profile(str(f))
     f.write_bytes(b"\xff\xfe{}")
-    with pytest.raises(PerfciError, match=r"p.json: cannot read the noise profile \('utf-8' codec"):
+    with pytest.raises(PerfciError, match=r"p.json: not a text file \(cannot decode as UTF-8\)$"):
         read_profile(str(f))
