@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     from perfci.confirm import cli as confirm_cli
     from perfci.history import cli as history_cli
     from perfci.measure import cli as run_cli
+    from perfci.merge import cli as merge_cli
 
     parser = _Parser(
         prog="perfci",
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfci {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (run_cli, compare_cli, confirm_cli, bisect_cli, history_cli):
+    for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli):
         module.add_parser(sub)
     return parser
 

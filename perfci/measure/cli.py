@@ -54,7 +54,10 @@ def add_parser(subparsers) -> None:
                         "(default: auto)")
     p.add_argument("--filter", metavar="EXPR", help="keep matching cases: 'M<=16', 'kernel~splitk*,dtype=bf16', "
                    "'group=seed002-qkv', or a glob over 'kernel shape dtype group'")
-    p.add_argument("--shard", metavar="I/N", help="run the I-th of N interleaved slices (1-based)")
+    p.add_argument("--shard", metavar="I/N",
+                   help="run shard I of N (1-based) of the selected cases: sorted by FLOPs and dealt "
+                        "1..N, N..1, ... so shards get similar work; each row records its shard, "
+                        "and `perfci merge` joins the N CSVs into one run")
     p.add_argument("--cases", metavar="FILE",
                    help="run only the cases FILE names: a 'perfci compare --format json' output (its cases "
                         "that are not unchanged) or lines of kernel,shape,dtype")
@@ -102,7 +105,8 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from perfci.measure.suites import load_case_keys, load_suite, parse_shard, project_root, select_cases
+    from perfci.measure.suites import (load_case_keys, load_suite, parse_shard, placements, project_root,
+                                       select_cases, shard_cases)
 
     if not 60 <= args.iters <= 80:
         raise PerfciError(f"--iters {args.iters}: use 60..80 launches per repeat (median of 7 repeats "
@@ -119,12 +123,14 @@ def main(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite, root)
     shard = parse_shard(args.shard) if args.shard else None
     keys = load_case_keys(args.cases) if args.cases else None
-    cases = select_cases(suite.cases, args.filter, shard, keys)
+    selected = select_cases(suite.cases, args.filter, None, keys)
     if keys is not None and not keys:
         print(f"--cases {args.cases}: no case to run (every case was unchanged)", file=sys.stderr)
         return EXIT_OK
-    if not cases:
-        raise PerfciError(f"no case of suite '{suite.name}' matches the filter/shard")
+    if not selected:
+        raise PerfciError(f"no case of suite '{suite.name}' matches the filter")
+    cases = shard_cases(selected, shard) if shard else selected
+    placed = placements(selected, shard)
     if args.list:
         for case in cases:
             print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
@@ -146,14 +152,17 @@ def main(args: argparse.Namespace) -> int:
         runner.options = replace(options, device=device,
                                  warmup_min_s=0.1 if device == "cuda" else 0.05,
                                  warmup_max_s=1.5 if device == "cuda" else 0.5)
-        results, env = _measure(runner, suite.name, cases, args.out, args.log_json)
+        results, env = _measure(runner, suite.name, cases, args.out, args.log_json, placed)
     _print_summary(results, env, suite.name, args.format, args.out)
     broken = [r for r in results if r.status in ("fail", "error", "timeout")]
     return EXIT_REGRESSION if broken else EXIT_OK
 
 
-def _measure(runner, suite_name, cases, out_path, log_path=None):
-    """Run the cases; the CSV is rewritten after each one. Returns (results, environment)."""
+def _measure(runner, suite_name, cases, out_path, log_path=None, placed=None):
+    """Run the cases; the CSV is rewritten after each one. Returns (results, environment).
+
+    ``placed``: each case key's shard, case_index and selection cells.
+    """
     import json
 
     from perfci.measure.runner import fallback_environment, gpu_lock
@@ -179,7 +188,8 @@ def _measure(runner, suite_name, cases, out_path, log_path=None):
         if env is None:
             env = fallback_environment(options.device)
         peaks = ceiling_for(env.arch, result.spec.dtype)
-        row = result_to_row(result, env, suite_name, *(peaks or (None, None)))
+        row = result_to_row(result, env, suite_name, *(peaks or (None, None)),
+                            placement=(placed or {}).get(result.spec.key))
         results.append(result)
         rows.append(row)
         write_results(out_path, rows)  # after every case: an interrupted run keeps what it measured

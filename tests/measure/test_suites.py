@@ -48,7 +48,15 @@ def test_entry_expands_to_the_cartesian_product():
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "colour": 1}]}, "unknown key(s) colour"),
     ({"name": "t", "cases": [{"kernel": "a", "M": "1", "N": 2, "K": 3}]}, "'M': expected int"),
     ({"name": "t", "cases": [{"kernel": "a", "M": True, "N": 2, "K": 3}]}, "'M': expected int"),
-    ({"name": "t", "cases": [{"kernel": "a", "M": 0, "N": 2, "K": 3}]}, "'M' must be positive"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 0, "N": 2, "K": 3}]}, "'M' must be a positive integer"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 10 ** 400, "K": 3}]},
+     "'N' must be a positive integer up to 2147483648"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "weight": float("nan")}]},
+     "'weight' must be a number from 1e-06 to 1e+06"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "weight": float("inf")}]}, "'weight' must be"),
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "group": [1]}]}, "'group' must be a string"),
+    ({"name": "t", "description": {}, "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}]},
+     "'description' must be a string"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "dtype": "fp4"}]}, "unknown dtype 'fp4'"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "weight": -1}]}, "'weight' must be"),
     ({"name": "t", "cases": [{"kernel": "a", "variant": {"m_fast": True}, "M": 1, "N": 2, "K": 3}]},
@@ -110,10 +118,59 @@ def test_bad_filters(expr):
 def test_shards_partition_the_cases():
     shards = [select_cases(CASES, shard=(i, 3)) for i in (1, 2, 3)]
     assert sorted(c.key for s in shards for c in s) == sorted(c.key for c in CASES)
-    assert parse_shard("2/4") == (2, 4)
-    for bad in ("0/4", "5/4", "2", "a/b"):
-        with pytest.raises(PerfciError):
-            parse_shard(bad)
+    assert parse_shard("2/4") == (2, 4) and parse_shard(" 1 / 1 ") == (1, 1)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0/4", "--shard 0/4: I must be between 1 and N (4)"),
+    ("5/4", "--shard 5/4: I must be between 1 and N (4)"),
+    ("1/0", "--shard 1/0: N must be between 1 and 10000"),
+    ("2", "--shard '2' must look like I/N with 1 <= I <= N, e.g. 2/4"),
+    ("a/b", "--shard 'a/b' must look like I/N"),
+    ("1/2/3", "--shard '1/2/3' must look like I/N"),
+    ("-1/4", "--shard '-1/4' must look like I/N"),
+    ("1/" + "9" * 5000, "must look like I/N"),  # int() of 5000 digits would raise ValueError
+    ("\u0661/\u0662", "must look like I/N"),  # Arabic-Indic digits are digits to \\d, not to us
+])
+def test_bad_shards_are_one_line(text, message):
+    with pytest.raises(PerfciError) as err:
+        parse_shard(text)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_shards_are_balanced_in_count_and_flops_and_ignore_the_suite_order():
+    from perfci.measure.suites import shard_cases
+
+    for name in ("decode", "prefill"):
+        cases = load_suite(name).cases
+        for count in (2, 3, 4):
+            shards = [shard_cases(cases, (i, count)) for i in range(1, count + 1)]
+            assert sorted(c.key for s in shards for c in s) == sorted(c.key for c in cases)
+            sizes = [len(s) for s in shards]
+            assert max(sizes) - min(sizes) <= 1
+            flops = [sum(c.m * c.n * c.k for c in s) for s in shards]
+            assert max(flops) <= 1.10 * sum(flops) / count, (name, count, flops)
+            # each shard keeps the suite's order, and the partition does not depend on it
+            assert all(s == [c for c in cases if c in s] for s in shards)
+            assert [c.key for c in shard_cases(cases[::-1], (1, count))] == [c.key for c in shards[0]][::-1]
+
+
+def test_more_shards_than_cases_is_refused_not_an_empty_run():
+    from perfci.measure.suites import shard_cases
+
+    with pytest.raises(PerfciError, match=r"--shard 2/9: only \d+ case\(s\) are selected"):
+        shard_cases(CASES[:3], (2, 9))
+
+
+def test_placements_number_the_selection_and_name_the_shard():
+    from perfci.measure.suites import placements
+    from perfci.results import selection_id
+
+    placed = placements(CASES, (2, 3))
+    assert [placed[c.key]["case_index"] for c in CASES] == [str(i) for i in range(1, len(CASES) + 1)]
+    assert {p["shard"] for p in placed.values()} == {"2/3"}
+    assert {p["selection"] for p in placed.values()} == {selection_id(c.key for c in CASES)}
+    assert {p["shard"] for p in placements(CASES, None).values()} == {""}
 
 
 # --------------------------------------------------------------------------- --cases
@@ -149,3 +206,17 @@ def test_select_cases_keeps_exactly_the_named_ones_and_refuses_unknown_keys():
     assert select_cases(suite.cases, keys=[last.key, first.key]) == [first, last]  # suite order
     with pytest.raises(PerfciError, match="1 case\\(s\\) are not in this suite: nope 1x1x1 fp32"):
         select_cases(suite.cases, keys=[first.key, ("nope", "1x1x1", "fp32")])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name = 'b'\n[[cases]\n", "not valid TOML (Expected ']]' at the end of an array declaration (at line 2, column 8))"),
+    ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "not valid TOML (nested too deeply)"),
+    ("name = 'b'\nx = 1" + "0" * 5000 + "\n", "not valid TOML (Exceeds the limit (4300 digits)"),
+    ("", "the file is empty"),
+])
+def test_unreadable_suite_files_are_one_line(tmp_path, text, message):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(PerfciError) as err:
+        load_suite(str(path))
+    assert str(err.value).startswith(f"{path}: {message}")
