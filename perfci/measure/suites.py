@@ -154,6 +154,8 @@ def parse_suite(data: Mapping[str, object], path: str,
 
 def _as_list(value: object, where: str, kind: type) -> list:
     items = value if isinstance(value, list) else [value]
+    if not items:  # an empty list would expand to no case at all, silently
+        raise PerfciError(f"{where}: is an empty list; give at least one value")
     for item in items:
         # bool is an int in Python; a suite saying M = true is a mistake.
         if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):

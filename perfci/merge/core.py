@@ -71,6 +71,8 @@ def merge_shards(files: Sequence[ShardFile]) -> Merged:
         raise PerfciError("merge: give the shard CSVs to merge")
     first = files[0]
     for f in files:
+        if not f.table.rows:
+            raise PerfciError(f"{f.path}: has no rows")
         if f.table.format != "perfci":
             raise PerfciError(f"{f.path}: a {f.table.format} file; perfci merge joins the perfci results "
                               f"CSVs of `perfci run --shard I/N`")

@@ -48,6 +48,9 @@ def test_entry_expands_to_the_cartesian_product():
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3, "colour": 1}]}, "unknown key(s) colour"),
     ({"name": "t", "cases": [{"kernel": "a", "M": "1", "N": 2, "K": 3}]}, "'M': expected int"),
     ({"name": "t", "cases": [{"kernel": "a", "M": True, "N": 2, "K": 3}]}, "'M': expected int"),
+    # found by tests/properties: an empty list expanded to no case at all, and a suite of none loaded
+    ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 2, "K": []}]}, "'K': is an empty list"),
+    ({"name": "t", "devices": [], "cases": [{"kernel": "a", "M": 1, "N": 2, "K": 3}]}, "'devices': is an empty"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 0, "N": 2, "K": 3}]}, "'M' must be a positive integer"),
     ({"name": "t", "cases": [{"kernel": "a", "M": 1, "N": 10 ** 400, "K": 3}]},
      "'N' must be a positive integer up to 2147483648"),
