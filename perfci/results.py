@@ -176,16 +176,17 @@ class _Cells:
 
     def _finite(self, column: str, value: str, positive: bool,
                 bounds: tuple[float, float] | None, unit: str) -> float:
+        shown = value if len(value) <= 40 else f"{value[:30]}... ({len(value)} characters)"
         try:
             number = float(value)
         except ValueError:
-            raise self.fail(column, f"'{value}' is not a number") from None
+            raise self.fail(column, f"'{shown}' is not a number") from None
         if not math.isfinite(number):
-            raise self.fail(column, f"'{value}' is not a finite number")
+            raise self.fail(column, f"'{shown}' is not a finite number")
         if positive and number <= 0:
-            raise self.fail(column, f"{value} must be greater than zero")
+            raise self.fail(column, f"{shown} must be greater than zero")
         if bounds is not None and not bounds[0] <= number <= bounds[1]:
-            raise self.fail(column, f"{value} is outside {bounds[0]:g}..{bounds[1]:g}{unit}")
+            raise self.fail(column, f"{shown} is outside {bounds[0]:g}..{bounds[1]:g}{unit}")
         return number
 
     def integer(self, column: str, low: int = 0, high: int = MAX_COUNT) -> int | None:
@@ -291,7 +292,7 @@ def cell_number(table: ResultTable, row: ResultRow, cells: Mapping[str, str], co
 def _perfci_row(cells: _Cells) -> ResultRow:
     status = cells.text("status")
     if status not in STATUSES:
-        raise cells.fail("status", f"'{status}' is not one of {', '.join(STATUSES)}")
+        raise cells.fail("status", f"'{status[:40]}' is not one of {', '.join(STATUSES)}")
     kernel, shape, dtype = cells.text("kernel"), cells.text("shape"), cells.text("dtype")
     ok = status == "ok"
     median = cells.number("median_us", positive=True, allow_empty=not ok, bounds=TIME_RANGE_US, unit=" us")
@@ -342,7 +343,7 @@ def _flydsl_row(cells: _Cells) -> ResultRow:
     raw_status = cells.text("status")
     status = {"ok": "ok", "skip": "skip", "missing": "error"}.get(raw_status)
     if status is None:
-        raise cells.fail("status", f"'{raw_status}' is not one of ok, skip, missing")
+        raise cells.fail("status", f"'{raw_status[:40]}' is not one of ok, skip, missing")
     dash = frozenset({"", "-"})
     tflops = cells.number("tflops", positive=True, missing=dash)
     tbps = cells.number("tbps", positive=True, missing=dash)

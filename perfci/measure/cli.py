@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import replace
@@ -113,8 +114,8 @@ def main(args: argparse.Namespace) -> int:
                           f"of 60-80 launches is the method perfci's numbers are validated for)")
     if not 1 <= args.repeats <= 50:
         raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
-    if args.timeout <= 0:
-        raise PerfciError("--timeout must be positive")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise PerfciError(f"--timeout {args.timeout}: give a positive number of seconds")
     if args.out is None and not args.list:
         raise PerfciError("--out CSV is required (where the results go)")
     if args.out is not None:
@@ -131,6 +132,8 @@ def main(args: argparse.Namespace) -> int:
         raise PerfciError(f"no case of suite '{suite.name}' matches the filter")
     cases = shard_cases(selected, shard) if shard else selected
     placed = placements(selected, shard)
+    if args.log_json and not args.list:
+        _check_log_path(args.log_json)
     if args.list:
         for case in cases:
             print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
@@ -156,6 +159,17 @@ def main(args: argparse.Namespace) -> int:
     _print_summary(results, env, suite.name, args.format, args.out)
     broken = [r for r in results if r.status in ("fail", "error", "timeout")]
     return EXIT_REGRESSION if broken else EXIT_OK
+
+
+def _check_log_path(path: str) -> None:
+    """Fail before measuring if --log-json could not be written."""
+    if os.path.isdir(path):
+        raise PerfciError(f"--log-json {path}: is a directory; give a file name")
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise PerfciError(f"--log-json {path}: cannot write ({err.strerror})") from None
 
 
 def _measure(runner, suite_name, cases, out_path, log_path=None, placed=None):

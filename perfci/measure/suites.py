@@ -299,7 +299,8 @@ def shard_cases(cases: Sequence[CaseSpec], shard: tuple[int, int]) -> list[CaseS
     return [c for c in cases if c.key in dealt]
 
 
-def placements(selected: Sequence[CaseSpec], shard: tuple[int, int] | None) -> dict[tuple[str, str, str], dict]:
+def placements(selected: Sequence[CaseSpec],
+               shard: tuple[int, int] | None) -> dict[tuple[str, str, str], dict[str, str]]:
     """Each selected case's ``shard``, ``case_index`` and ``selection`` cells (the results CSV's)."""
     ident = selection_id(c.key for c in selected)
     label = f"{shard[0]}/{shard[1]}" if shard else ""
@@ -319,8 +320,10 @@ def load_case_keys(path: str) -> list[tuple[str, str, str]]:
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise PerfciError(f"--cases {path}: not valid JSON (nested too deeply)") from None
         except ValueError as err:
-            raise PerfciError(f"--cases {path}: not valid JSON ({err})") from None
+            raise PerfciError(f"--cases {path}: not valid JSON ({str(err).splitlines()[0]})") from None
         cases = data.get("cases") if isinstance(data, dict) else None
         if not isinstance(cases, list):
             raise PerfciError(f"--cases {path}: a JSON case list is a 'perfci compare --format json' output")
@@ -338,7 +341,8 @@ def load_case_keys(path: str) -> list[tuple[str, str, str]]:
             continue
         parts = [p.strip() for p in re.split(r"[,\t]", line)]
         if len(parts) < 3 or not all(parts[:3]):
-            raise PerfciError(f"--cases {path}: line {number}: expected kernel,shape,dtype, got {line!r}")
+            shown = repr(line) if len(line) <= 60 else f"{line[:50]!r}... ({len(line)} characters)"
+            raise PerfciError(f"--cases {path}: line {number}: expected kernel,shape,dtype, got {shown}")
         keys.append((parts[0], parts[1], parts[2]))
     return keys
 

@@ -114,7 +114,7 @@ def _agreed_values(files: Sequence[ShardFile]) -> dict[str, str]:
                 elif seen[column][0] != value:
                     v0, p0, l0 = seen[column]
                     raise PerfciError(f"{f.path}: line {row.line}, column '{column}': mixed {what}: "
-                                      f"{value!r} here, {v0!r} in {p0} line {l0}; the shards of one run "
+                                      f"{value[:60]!r} here, {v0[:60]!r} in {p0} line {l0}; the shards of one run "
                                       f"share one device, commit and setup")
     return {column: seen[column][0] if column in seen else "" for column in SAME_COLUMNS}
 
@@ -164,7 +164,7 @@ def _shard_of(f: ShardFile) -> tuple[int, int] | None:
     for row, cells in zip(f.table.rows, f.cells):
         found.setdefault(cells.get("shard", ""), row.line)
     if len(found) > 1:
-        shown = " and ".join(f"{v or 'none'} (line {line})" for v, line in list(found.items())[:2])
+        shown = " and ".join(f"{v[:40] or 'none'} (line {line})" for v, line in list(found.items())[:2])
         raise PerfciError(f"{f.path}: column 'shard': rows of more than one shard, {shown}; "
                           f"a shard CSV is one `perfci run --shard I/N`")
     (label, line), = found.items()
@@ -172,7 +172,7 @@ def _shard_of(f: ShardFile) -> tuple[int, int] | None:
         return None
     match = _SHARD.fullmatch(label)
     if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise PerfciError(f"{f.path}: line {line}, column 'shard': {label!r} is not I/N with 1 <= I <= N")
+        raise PerfciError(f"{f.path}: line {line}, column 'shard': {label[:40]!r} is not I/N with 1 <= I <= N")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -186,7 +186,7 @@ def _check_selection(files: Sequence[ShardFile]) -> None:
             value = cells.get("selection", "")
             match = _SELECTION.fullmatch(value)
             if not match:
-                raise PerfciError(f"{where}, column 'selection': {value!r} is not COUNT:HASH "
+                raise PerfciError(f"{where}, column 'selection': {value[:40]!r} is not COUNT:HASH "
                                   f"(what `perfci run --shard` writes)")
             if selection and value != selection:
                 raise PerfciError(f"{where}, column 'selection': {value}, but {files[0].path} says "
@@ -195,7 +195,7 @@ def _check_selection(files: Sequence[ShardFile]) -> None:
             index = cells.get("case_index", "")
             total = int(match.group(1))
             if not (index.isdigit() and 1 <= int(index) <= total):
-                raise PerfciError(f"{where}, column 'case_index': {index!r} is not a number from 1 to {total}")
+                raise PerfciError(f"{where}, column 'case_index': {index[:40]!r} is not a number from 1 to {total}")
             indices[int(index)] = where
     total = int(selection.split(":")[0])
     missing = [i for i in range(1, total + 1) if i not in indices]
