@@ -75,7 +75,7 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "kernels" / "__init__.py").is_file() and (candidate / "suites").is_dir():
             return candidate
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]  # perfci/measure/suites.py -> the checkout
 
 
 def resolve_suite_path(name_or_path: str, root: Path | None = None) -> Path:

@@ -223,3 +223,9 @@ def test_unreadable_suite_files_are_one_line(tmp_path, text, message):
     with pytest.raises(PerfciError) as err:
         load_suite(str(path))
     assert str(err.value).startswith(f"{path}: {message}")
+
+
+def test_project_root_outside_a_checkout_falls_back_to_the_one_perfci_runs_from():
+    # it fell back to perfci/, where no suites/ is: `perfci run smoke` failed outside the checkout
+    fallback = project_root("/")
+    assert (fallback / "suites" / "smoke.toml").is_file() and fallback == ROOT
