@@ -57,8 +57,9 @@ CLOCK_RANGE_MHZ = (1.0, 1e5)
 WEIGHT_RANGE = (1e-6, 1e6)
 MAX_DIM = 2 ** 31  # M, N, K
 MAX_COUNT = 10 ** 9  # iters, stalls
-# Per-repeat lists: each has one entry per repeat of repeats_us, or is empty.
-REPEAT_LISTS = ("sclk_mhz", "throttled", "temp_c", "power_w")
+# Per-repeat lists compare pairs with the repeats: each has one entry per repeat
+# of repeats_us, or is empty. (temp_c and power_w are read as numbers only.)
+REPEAT_LISTS = ("sclk_mhz", "throttled")
 
 
 # --------------------------------------------------------------------------- write
@@ -309,6 +310,8 @@ def _perfci_row(cells: _Cells) -> ResultRow:
     clock = {"positive": True, "bounds": CLOCK_RANGE_MHZ, "unit": " MHz"}
     lists = {column: cells.number_list(column, **(clock if column == "sclk_mhz" else {}))  # type: ignore[arg-type]
              for column in REPEAT_LISTS}
+    for column in ("temp_c", "power_w"):
+        cells.number_list(column)
     for column, values in lists.items():
         if values and repeats and len(values) != len(repeats):
             # compare pairs the i-th clock with the i-th repeat; a shorter list cannot be paired
