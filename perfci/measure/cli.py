@@ -166,6 +166,7 @@ def _check_log_path(path: str) -> None:
     if os.path.isdir(path):
         raise PerfciError(f"--log-json {path}: is a directory; give a file name")
     try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # as --out makes its directory
         with open(path, "a", encoding="utf-8"):
             pass
     except OSError as err:
