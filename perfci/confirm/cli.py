@@ -62,6 +62,21 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="the smallest change that counts, in percent (default 1)")
     s.add_argument("--alpha", type=probability, default=0.05, help="false discovery rate across cases (default 0.05)")
     s.add_argument("--strict", action="store_true", help="exit 3 when any case stays inconclusive")
+    w = p.add_argument_group("or measure a suite's cases in warm workers, one per revision (no bench command)")
+    w.add_argument("--suite", metavar="SUITE", help="built-in suite or .toml (as perfci run): its cases are "
+                   "measured by a worker per revision that imports torch once; a round costs only the "
+                   "measurements")
+    w.add_argument("--filter", metavar="EXPR", help="with --suite: keep matching cases (as perfci run --filter)")
+    w.add_argument("--cases", metavar="FILE", help="with --suite: only the cases FILE names (a perfci "
+                   "compare --format json output: those not unchanged; or lines of kernel,shape,dtype)")
+    w.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="with --suite (default auto)")
+    w.add_argument("--repeats", type=int, default=7, metavar="R",
+                   help="with --suite: repeats per case per run (default 7)")
+    w.add_argument("--isolation", choices=("fork", "shared"), default="fork",
+                   help="with --suite. fork: a fresh process and device context per case and run, forked "
+                        "from the revision's warm worker; shared: one process per revision for the whole "
+                        "session, faster, but on an H200 each process gave decode kernels an offset of its "
+                        "own (+2-3.4%%), which reads as a change (default: fork)")
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first")
     r.add_argument("--timeout", type=float, metavar="S", help="kill a bench run after S seconds (a failed run)")
@@ -83,11 +98,7 @@ def add_parser(subparsers) -> None:
 def _split(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """BASE [CUR] and options before '--', the bench command after it."""
     words = list(args.words or [])
-    if "--" not in words:
-        if args.abort:
-            return words, []
-        raise PerfciError("put the bench command after '--', e.g. perfci confirm main -- ./bench.sh")
-    cut = words.index("--")
+    cut = words.index("--") if "--" in words else len(words)
     before, command = words[:cut], words[cut + 1:]
     options = _option_words(before)
     refs = [w for w in before if w not in options]
@@ -96,6 +107,9 @@ def _split(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         option_parser = _OptionParser(prog="perfci confirm", add_help=False)
         _options(option_parser)
         option_parser.parse_args(_option_words(before), namespace=args)
+    if cut == len(words) and not args.abort and not args.suite:
+        raise PerfciError("put the bench command after '--' (e.g. perfci confirm main -- ./bench.sh), "
+                          "or name a suite (perfci confirm main --suite decode)")
     return refs, command
 
 
@@ -133,6 +147,10 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
 
     if not refs or len(refs) > 2:
         raise PerfciError("give BASE, and optionally CUR (default HEAD), before '--'")
+    if args.suite:
+        return _suite_config(args, refs, command)
+    if args.filter or args.cases:
+        raise PerfciError("--filter and --cases select a --suite's cases; with a bench command, pass them to it")
     if not command:
         raise PerfciError("no bench command after '--'")
     if args.results and (args.metric or args.json_path or args.csv_column):
@@ -152,6 +170,31 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
                          min_effect_pct=args.min_effect, alpha=args.alpha)
+
+
+def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str]):
+    from perfci.confirm.analysis import MIN_ROUNDS
+    from perfci.confirm.session import ConfirmConfig
+    from perfci.confirm.warm import suite_spec
+
+    if command or args.results or args.metric or args.json_path or args.csv_column or args.higher_is_better:
+        raise PerfciError("--suite measures the suite's cases itself: drop the bench command and the metric "
+                          "options")
+    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
+        raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
+    if args.budget is not None and not args.budget > 0:
+        raise PerfciError("--budget must be a positive number of seconds")
+    if args.timeout is not None and not args.timeout > 0:
+        raise PerfciError("--timeout must be positive")
+    from perfci.bisect.commands import BenchSpec
+    from perfci.bisect.metric import MetricSpec
+
+    spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, args.timeout,
+                      args.isolation)
+    bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), args.build, MetricSpec(), args.timeout)
+    return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
+                         min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
+                         min_effect_pct=args.min_effect, alpha=args.alpha, suite=spec)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -14,12 +14,15 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from perfci.bisect import gitops
 from perfci.bisect.commands import BenchSpec, bench_once, run_command
 from perfci.errors import PerfciError
 from perfci.results import read_results
+
+if TYPE_CHECKING:
+    from perfci.confirm.warm import SuiteSpec
 
 ORDER = ("base", "cur", "cur", "base")
 JOURNAL = "confirm-journal.json"
@@ -41,6 +44,7 @@ class ConfirmConfig:
     min_effect_pct: float = 1.0
     alpha: float = 0.05
     arguments: dict = field(default_factory=dict)
+    suite: "SuiteSpec | None" = None  # --suite: warm workers measure these cases (perfci.confirm.warm)
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,13 @@ def run(cfg: ConfirmConfig, progress: Progress,
         sides = (Side("base", cfg.base, base_sha, base_path), Side("cur", cfg.cur, cur_sha, cur_path))
         for side in sides:
             _build(cfg, side)
-        judgement, rounds = _rounds(cfg, sides, progress, decide)
+        if cfg.suite is None:
+            judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side))
+        else:
+            from perfci.confirm.warm import WarmSides
+
+            with WarmSides(cfg.suite, sides, progress.note) as warm:
+                judgement, rounds = _rounds(cfg, sides, progress, decide, warm.measure)
         return judgement, rounds, sides
     finally:
         gitops.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal
@@ -145,7 +155,8 @@ def _env(side: Side) -> dict[str, str]:
 
 
 def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
-            decide: Callable[[Rounds], tuple[object, bool]]) -> tuple[object, Rounds]:
+            decide: Callable[[Rounds, bool], tuple[object, bool]],
+            measure: Callable[[Side], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
     by_name = {side.name: side for side in sides}
     rounds = Rounds()
     started = time.monotonic()
@@ -155,7 +166,7 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
         this_round: list[tuple[str, dict[Key, float] | None]] = []
         rounds.runs.append(this_round)
         for name in ORDER:
-            values, why = _measure(cfg, by_name[name])
+            values, why = measure(by_name[name])
             rounds.bench_runs += 1
             if why:
                 last_failure[name] = why

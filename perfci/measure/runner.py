@@ -86,10 +86,14 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
     return lock  # acquired: the caller releases it
 
 
-def _worker_env(root: Path, device: str | None) -> dict[str, str]:
+def _worker_env(root: Path, device: str | None, tool: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    # Kernels come from the project checkout (so bisect measures each commit's own).
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    # Kernels come from the project checkout (so bisect and confirm measure each
+    # commit's own); perfci itself from ``tool``, a folder holding only a link to
+    # this process's package, so the worker speaks this parent's protocol even
+    # when the checkout is an older revision with a perfci/ of its own.
+    path = [str(tool) if tool else "", str(root), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
     env["PYTHONUNBUFFERED"] = "1"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
@@ -111,13 +115,14 @@ class WorkerServer:
     without blocking on the pipe.
     """
 
-    def __init__(self, worker: Sequence[str], mode: str, env: dict[str, str], log_path: Path):
+    def __init__(self, worker: Sequence[str], mode: str, env: dict[str, str], log_path: Path,
+                 cwd: Path | None = None):
         self.mode = mode
         self._log = open(log_path, "wb")
         self._log_path = log_path
         self.proc = subprocess.Popen(
             [*worker, "--serve", mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            env=env, cwd=os.getcwd(), start_new_session=True, text=True, bufsize=1)
+            env=env, cwd=cwd or os.getcwd(), start_new_session=True, text=True, bufsize=1)
         self._replies: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
         hello = self._reply(SERVER_START_TIMEOUT_S).split()
@@ -205,6 +210,8 @@ class CaseRunner:
 
     def __enter__(self) -> "CaseRunner":
         self._tmp = tempfile.TemporaryDirectory(prefix="perfci-run-")
+        (self.workdir / "tool").mkdir()
+        (self.workdir / "tool" / "perfci").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
         if self.options.isolation != "spawn":
             self._server = self._start_server()
         return self
@@ -223,7 +230,9 @@ class CaseRunner:
     def _start_server(self) -> WorkerServer:
         log = self.workdir / f"server{self._servers_started}.log"
         self._servers_started += 1
-        server = WorkerServer(self.options.worker, self.options.isolation, _worker_env(self.root, self._device), log)
+        server = WorkerServer(self.options.worker, self.options.isolation,
+                              _worker_env(self.root, self._device, self.workdir / "tool"), log,
+                              cwd=self.workdir / "tool")  # `python -m` puts the cwd first on sys.path
         if self._device is not None:
             server.configure(self._device)
         return server
@@ -300,7 +309,8 @@ class CaseRunner:
             proc = subprocess.Popen(
                 [*self.options.worker, str(req_path), str(res_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_env(self.root, self._device), cwd=os.getcwd(),
+                env=_worker_env(self.root, self._device, self.workdir / "tool"),
+                cwd=self.workdir / "tool",  # `python -m` puts the cwd first on sys.path
                 start_new_session=True,  # its own process group, so a kill takes its children too
             )
             try:

@@ -1,0 +1,104 @@
+"""``perfci confirm --suite``: each revision measured by its own warm worker, kernels from its worktree.
+
+On the CPU (Triton interpreter); a small repository holding a copy of kernels/
+and a two-case suite, committed twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bisect.synth import git, snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = """\
+name = "tiny"
+devices = ["cpu", "cuda"]
+dtype = "fp32"
+
+[[cases]]
+kernel = "torch_matmul"
+M = 16
+N = 16
+K = 32
+
+[[cases]]
+kernel = "gemv"
+M = 1
+N = 16
+K = 32
+"""
+
+
+def confirm(repo: Path, *args: str, timeout: float = 600):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "perfci", "confirm", *args], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """BASE, then CUR: a change that touches no kernel."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    shutil.copytree(ROOT / "kernels", path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (path / "suites").mkdir()
+    (path / "suites" / "tiny.toml").write_text(SUITE)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "base")
+    (path / "README").write_text("an unrelated change\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "cur")
+    return path
+
+
+def test_identical_kernels_are_not_confirmed_slower_and_the_tree_is_untouched(repo):
+    before = snapshot(repo)
+    proc = confirm(repo, "HEAD~1", "--suite", "suites/tiny.toml", "--device", "cpu", "--min-rounds", "3",
+                   "--max-rounds", "3", "--filter", "kernel=torch_matmul", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    (case,) = report["cases"]
+    assert (case["kernel"], case["shape"], case["dtype"]) == ("torch_matmul", "16x16x32", "fp32")
+    assert case["verdict"] != "regressed" and case["rounds"] == 3
+    assert report["summary"]["bench_runs"] == 12  # 3 rounds of BASE, CUR, CUR, BASE
+    assert snapshot(repo) == before
+    assert git(repo, "worktree", "list").count("\n") == 0
+
+
+def test_each_revision_is_measured_with_its_own_kernels(repo):
+    # CUR's GEMV returns twice the product: its correctness check fails there and only there,
+    # which it could not if the worker imported kernels/ from anywhere but CUR's worktree.
+    gemv = repo / "kernels" / "gemv.py"
+    text = gemv.read_text()
+    assert "c = tl.sum(acc, axis=1)" in text
+    gemv.write_text(text.replace("c = tl.sum(acc, axis=1)", "c = 2.0 * tl.sum(acc, axis=1)"))
+    git(repo, "commit", "-qam", "break the gemv")
+    proc = confirm(repo, "HEAD~1", "--suite", "suites/tiny.toml", "--device", "cpu", "--min-rounds", "3",
+                   "--max-rounds", "3", "--filter", "kernel=gemv")
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "failed at CUR HEAD" in last and "fail" in last and "Traceback" not in proc.stderr
+    assert git(repo, "worktree", "list").count("\n") == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["HEAD~1", "--suite", "suites/tiny.toml", "--", "./bench.sh"], "drop the bench command"),
+    (["HEAD~1", "--suite", "nope.toml"], "does not exist"),
+    (["HEAD~1", "--suite", "suites/tiny.toml", "--filter", "kernel=nothing"], "matches"),
+    (["HEAD~1", "--filter", "M<=16", "--", "./bench.sh"], "select a --suite's cases"),
+    (["HEAD~1"], "name a suite"),
+])
+def test_bad_input_is_one_line_and_exit_2(repo, args, message):
+    proc = confirm(repo, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert git(repo, "worktree", "list").count("\n") == 0
