@@ -80,11 +80,12 @@ def add_parser(subparsers) -> None:
                         "profiler (CUPTI / roctracer); about 4x slower to run, and under a power cap "
                         "its sparser launches raise the clock. Compare runs of the same timer "
                         "(default: events)")
-    p.add_argument("--isolation", choices=("shared", "fork", "spawn"), default="shared",
+    p.add_argument("--isolation", choices=("shared", "fork", "run", "spawn"), default="shared",
                    help="shared: one worker process imports torch and opens the device once, then "
                         "measures the cases in turn; a case that crashes, hangs or errors costs only "
                         "that worker, and the next case gets a fresh one. fork: a fresh process per "
-                        "case, forked from a server that imported torch once. spawn: a new "
+                        "case, forked from a server that imported torch once. run: one such forked "
+                        "process for the whole run. spawn: a new "
                         "interpreter per case (default: shared)")
     p.add_argument("--gate", choices=("spin", "none"), default="spin",
                    help="GPU only. spin: hold the GPU with a gate kernel while each repeat's launches "
@@ -143,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
 
     if not (args.poll_ms >= 0 and args.poll_ms < 10_000):
         raise PerfciError(f"--poll-ms {args.poll_ms}: use 0 (once per repeat) up to a few hundred ms")
-    isolation = args.isolation if hasattr(os, "fork") or args.isolation != "fork" else "spawn"
+    isolation = args.isolation if hasattr(os, "fork") or args.isolation not in ("fork", "run") else "spawn"
     options = RunOptions(iters=args.iters, repeats=args.repeats, timeout_s=args.timeout, launch=args.launch,
                          seed=args.seed, timer=args.timer, gate=args.gate, poll_s=args.poll_ms / 1000.0,
                          isolation=isolation, **({"worker": tuple(args.worker)} if args.worker else {}))

@@ -13,6 +13,9 @@ Isolation, chosen per run (``--isolation``):
   paid once, not per case.
 * ``fork``: the worker imports torch once and forks a fresh process per case,
   which creates its own device context: no state at all carries between cases.
+* ``run``: as ``fork``, but one process per run of cases (a ``perfci run``, a
+  round's side in ``perfci confirm --suite``): a fresh device context for every run
+  at a fraction of ``fork``'s cost.
 * ``spawn``: a new interpreter per case.
 """
 from __future__ import annotations
@@ -50,12 +53,12 @@ class RunOptions:
     warmup_min_s: float = 0.3
     warmup_max_s: float = 3.0
     lock_timeout_s: float = 3600.0
-    isolation: str = "shared"  # shared | fork | spawn (see the module docstring)
+    isolation: str = "shared"  # shared | fork | run | spawn (see the module docstring)
     # The command that starts a case's process; the tests start one that injects faults.
     worker: tuple[str, ...] = (sys.executable, "-m", "perfci.measure.worker")
 
 
-ISOLATIONS = ("shared", "fork", "spawn")
+ISOLATIONS = ("shared", "fork", "run", "spawn")
 SERVER_START_TIMEOUT_S = 300.0  # importing torch can take long on a cold disk
 
 
@@ -130,6 +133,25 @@ class WorkerServer:
             raise PerfciError(f"the perfci worker did not start: {' '.join(hello)[:300]}")
         self.gpu_available = hello[1:2] == ["1"]
         self.restart_wanted = False
+        self.in_run = False  # ``run`` mode: a run's process is up and takes the cases
+
+    def open_run(self) -> None:
+        self._send("run")
+        reply = self._reply(SERVER_START_TIMEOUT_S).split()
+        if reply[:1] != ["run"]:
+            raise PerfciError(f"the perfci worker did not start a run: {' '.join(reply)[:300]}")
+        self.in_run = True
+
+    def close_run(self) -> None:
+        if self.in_run:
+            self._send("end")
+            self._end_of_run()
+
+    def _end_of_run(self) -> int:
+        """Wait for ``run-end PID CODE``: the run's process is gone; its exit code."""
+        self.in_run = False
+        reply = self._reply(60.0).split()
+        return int(reply[2]) if reply[:1] == ["run-end"] else 1
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -161,11 +183,17 @@ class WorkerServer:
     def run(self, request: Path, result: Path, log: Path, timeout_s: float) -> int | None:
         """Run one case; its exit code, or None when it was killed for running too long."""
         self._send(f"{request}\t{result}\t{log}")
-        pid = int(self._reply(60.0).split()[1])
+        started = self._reply(60.0).split()
+        if started[0] == "run-end":  # the run's process died before it took the case
+            self.in_run = False
+            return int(started[2])
+        pid = int(started[1])
         try:
             reply = self._reply(timeout_s).split()
         except queue.Empty:
             kill_process_group(pid, leader=self.proc if pid == self.proc.pid else None)
+            if self.in_run:
+                self._end_of_run()
             return None
         except ServerGone as gone:
             if self.mode == "shared":  # the case ran in the server: its death is the case's crash
@@ -174,7 +202,13 @@ class WorkerServer:
         except BaseException:
             kill_process_group(pid)
             raise
+        if reply[0] == "run-end":  # the run's process died with the case: its crash
+            self.in_run = False
+            return int(reply[2])
         self.restart_wanted = reply[3:4] == ["restart"]
+        if self.in_run and self.restart_wanted:  # the run's process left; the server stays
+            self.restart_wanted = False
+            self._end_of_run()
         return int(reply[2])
 
     @property
@@ -254,13 +288,17 @@ class CaseRunner:
         """Measure cases one after another; ``on_done`` sees each result as it lands."""
         if self._device is None:
             raise RuntimeError("resolve_device() first")
-        for index, spec in enumerate(cases):
-            on_start(index, spec)
-            started = time.perf_counter()
-            result, raw = self._measure(spec, index)
-            self._env = self._env or raw.get("env")
-            raw["wall_s"] = time.perf_counter() - started
-            on_done(index, result, raw)
+        try:
+            for index, spec in enumerate(cases):
+                on_start(index, spec)
+                started = time.perf_counter()
+                result, raw = self._measure(spec, index)
+                self._env = self._env or raw.get("env")
+                raw["wall_s"] = time.perf_counter() - started
+                on_done(index, result, raw)
+        finally:
+            if self._server is not None and self._server.alive and self._server.in_run:
+                self._server.close_run()
 
     def _measure(self, spec: CaseSpec, index: int) -> tuple[CaseResult, dict]:
         options, workdir = self.options, self.workdir
@@ -293,6 +331,8 @@ class CaseRunner:
                 self._server.close()
             self._server = self._start_server()
         try:
+            if self.options.isolation == "run" and not self._server.in_run:
+                self._server.open_run()
             code = self._server.run(req_path, res_path, log_path, self.options.timeout_s)
         except (ServerGone, queue.Empty) as err:
             # The fork server itself died (not the case's own process); record the

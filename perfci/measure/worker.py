@@ -318,12 +318,12 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
       and one that crashes or hangs kills only this process.
     * ``fork``: each case runs in a child forked from this process, which never
       touches the GPU itself, so every child creates its own device context.
+    * ``run``: as ``fork``, but one child per run of cases (:func:`_run_child`).
 
     Protocol, one line each way (see :class:`perfci.measure.runner.WorkerServer`):
     ``hello GPU`` on start (``failed REASON`` if torch is missing); ``device D``
     -> ``ready``; ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
     """
-    global _STARTED
 
     def reply(line: str) -> None:
         replies.write(line + "\n")
@@ -334,15 +334,27 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
     except ImportError:
         reply("failed torch is not installed; see README for the CUDA and ROCm installs")
         return
-    reply(f"hello {int(_gpu_visible(torch, forked=mode == 'fork'))}")
+    reply(f"hello {int(_gpu_visible(torch, forked=mode in ('fork', 'run')))}")
+    _serve_lines(commands, reply, mode, before_measure, torch)
+
+
+def _serve_lines(commands, reply, mode: str, before_measure, torch, in_run: bool = False) -> None:
+    """The request loop. In ``run`` mode a ``run`` line forks the process that measures
+    the next cases in-process (as ``shared``) until ``end``; see :func:`_run_child`."""
+    global _STARTED
     for line in commands:
         line = line.rstrip("\n")
         if line.startswith("device "):
             _load_measuring_modules(line.split()[1])
             reply("ready")
             continue
+        if line == "run" and mode == "run" and not in_run:
+            _run_child(commands, reply, before_measure, torch)
+            continue
+        if line == "end" and in_run:
+            return
         request, result, log = line.split("\t")
-        if mode == "shared":
+        if mode == "shared" or in_run:
             reply(f"pid {os.getpid()}")
             _STARTED = time.perf_counter()
             with _output_to(log):
@@ -370,6 +382,32 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
         reply(f"pid {pid}")
         _, status = os.waitpid(pid, 0)
         reply(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
+
+
+def _run_child(commands, reply, before_measure, torch) -> None:
+    """``run`` mode: a forked process, with a device context of its own, measures one run's cases.
+
+    The runner sends ``run``, waits for ``run PID``, sends the cases one at a time
+    (``pid``/``exit`` replies as in ``shared``) and then ``end``; the server answers
+    ``run-end PID CODE`` when the child is gone, also when it crashed, was killed,
+    or left after an ``error`` case. The protocol is strictly request-reply, so the
+    child never reads ahead into lines meant for this process.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setsid()  # its own process group: a timeout kill takes it and its children
+            reply(f"run {os.getpid()}")
+            _serve_lines(commands, reply, "shared", before_measure, torch, in_run=True)
+        except BaseException:  # noqa: BLE001 - the server reports the exit code
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    reply(f"run-end {pid} {os.waitstatus_to_exitcode(status)}")
 
 
 def _gpu_visible(torch, forked: bool) -> bool:
@@ -443,13 +481,13 @@ def main(argv: list[str], before_measure: BeforeMeasure | None = None) -> int:
     seam through which the tests give a case a real crash, hang or
     out-of-memory error (tests/measure/faulty_worker.py).
     """
-    if argv[:1] == ["--serve"] and len(argv) == 2 and argv[1] in ("shared", "fork"):
+    if argv[:1] == ["--serve"] and len(argv) == 2 and argv[1] in ("shared", "fork", "run"):
         # The protocol owns stdout; anything else printed goes to stderr (the server log).
         replies, sys.stdout = sys.stdout, sys.stderr
         serve(sys.stdin, replies, argv[1], before_measure)
         return 0
     if len(argv) != 2:
-        print("usage: python -m perfci.measure.worker REQUEST.json RESULT.json | --serve shared|fork",
+        print("usage: python -m perfci.measure.worker REQUEST.json RESULT.json | --serve shared|fork|run",
               file=sys.stderr)
         return 2
     with open(argv[0], encoding="utf-8") as fh:

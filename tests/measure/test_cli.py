@@ -51,11 +51,12 @@ def tiny_suite(tmp_path):
     return path
 
 
-def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite):
+@pytest.mark.parametrize("isolation", ["shared", "fork", "run"])
+def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
-    # Both cases crash; the second still runs, because every case has its own process.
+    # Both cases crash; the second still runs, because a crash costs only the process it happened in.
     proc = faulty_perfci("segv", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--iters", "60",
-                         "--repeats", "3")
+                         "--repeats", "3", "--isolation", isolation)
     assert proc.returncode == 1, proc.stderr
     rows = read_rows(out)
     assert [r["status"] for r in rows] == ["error", "error"]
@@ -63,9 +64,11 @@ def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite):
     assert "Traceback" not in proc.stderr
 
 
-def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite):
+@pytest.mark.parametrize("isolation", ["shared", "run"])
+def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
-    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--format", "markdown")
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--format", "markdown",
+                  "--isolation", isolation)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
     assert [r["shape"] for r in rows] == ["8x16x32", "16x16x32"]
@@ -78,11 +81,12 @@ def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite):
     assert "| torch_matmul | 8x16x32 | fp32 |" in proc.stdout
 
 
-def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite):
+@pytest.mark.parametrize("isolation", ["shared", "run"])
+def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite, isolation):
     out, pid_file = tmp_path / "r.csv", tmp_path / "grandchild.pid"
     started = time.monotonic()
     proc = faulty_perfci("hang", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--timeout", "8",
-                         "--filter", "M=8", env={"FAULT_PIDFILE": str(pid_file)})
+                         "--filter", "M=8", "--isolation", isolation, env={"FAULT_PIDFILE": str(pid_file)})
     assert time.monotonic() - started < 60
     assert proc.returncode == 1
     (row,) = read_rows(out)
@@ -91,12 +95,24 @@ def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite
     assert wait_until_dead(grandchild)  # the worker's own child died with the group
 
 
-def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite):
+@pytest.mark.parametrize("isolation", ["shared", "run"])
+def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
-    proc = faulty_perfci("oom", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16")
+    proc = faulty_perfci("oom", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16",
+                         "--isolation", isolation)
     assert proc.returncode == 1
     (row,) = read_rows(out)
     assert row["status"] == "error" and row["message"] == "out of memory"
+
+
+def test_run_isolation_goes_on_after_an_error_case_in_a_fresh_process(tmp_path, tiny_suite):
+    # Every case errors: after an error the run's process leaves (its device state may be
+    # poisoned), and the next case is measured in a new one.
+    out = tmp_path / "r.csv"
+    proc = faulty_perfci("oom@torch_matmul", "run", str(tiny_suite), "--device", "cpu", "--out", str(out),
+                         "--isolation", "run", "--repeats", "3")
+    assert proc.returncode == 1
+    assert [r["status"] for r in read_rows(out)] == ["error", "error"]
 
 
 @pytest.mark.parametrize("args, message", [
