@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--max-rounds", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--isolation", default="fork", choices=("fork", "shared"))
+    ap.add_argument("--isolation", default="fork", choices=("fork", "run", "shared"))
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     repo = Path(args.repo).resolve()

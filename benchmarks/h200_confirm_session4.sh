@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fourth H200 session (issue 10): perfci confirm --suite (warm workers) on real kernels.
 #   MODE=full   : two end-to-end `perfci confirm` sessions (A/A, then the +3% plant), then record rounds
-#   MODE=record : record rounds only; ISOLATION=shared (calls 1-2) or fork (call 3)
+#   MODE=record : record rounds only; ISOLATION=shared (calls 1-2), fork (call 3), or run (next session)
 # In a throwaway repository built from this tree, four revisions:
 #   base; aa = base + an unrelated change; p3 / p5 = aa + extra fully masked K iterations
 #   (same result, more work) in matmul_tiled (3% / 5% more iterations, rounded) and in the
