@@ -28,6 +28,7 @@ examples:
   perfci compare baselines/h200/decode.csv cur.csv --format markdown
   perfci confirm main --results r.csv -- perfci run decode --cases $PWD/verdicts.json --out r.csv
   perfci history add history/ cur.csv && perfci compare history/ cur.csv
+  perfci compile prefill --arch gfx942,gfx950,sm_90      # cross-compile: registers, spills, LDS
   perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \\
       -- perfci run decode --filter kernel=gemv --out r.csv
 """
@@ -43,6 +44,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from perfci.bisect import cli as bisect_cli
     from perfci.compare import cli as compare_cli
+    from perfci.compile import cli as compile_cli
     from perfci.confirm import cli as confirm_cli
     from perfci.history import cli as history_cli
     from perfci.measure import cli as run_cli
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfci {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli):
+    for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli, compile_cli):
         module.add_parser(sub)
     return parser
 

@@ -1,0 +1,118 @@
+"""The IO edge: compile each planned launch with ``triton.compile`` for the target and read its resources.
+
+Runs on any machine: ``triton.compile(ASTSource(...), target=GPUTarget(...))``
+cross-compiles for HIP and CUDA without a GPU. AMD resources come from the
+amdgcn text; NVIDIA ones from running the ptxas Triton ships with ``-v`` on the
+PTX (the same flags Triton's own ptxas call uses; Triton discards that log).
+Launches that specialize identically compile once per process.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import tempfile
+from typing import Callable, Iterable
+
+from perfci.compile.arches import Arch
+from perfci.compile.plan import VENDOR_KERNELS, Launch, plan_case
+from perfci.compile.report import AMD_KNOBS, CaseReport, Compiled, KernelReport, error_report, kernel_report
+from perfci.compile.resources import parse_amdgcn, parse_ptxas
+from perfci.errors import PerfciError
+from perfci.model import CaseSpec
+
+_CACHE: dict[tuple, "Compiled | str"] = {}
+
+
+def _triton():
+    if os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes"):
+        import sys
+
+        if "triton" not in sys.modules:
+            os.environ.pop("TRITON_INTERPRET")  # compiling needs the real JIT functions, not the interpreter's
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError as err:
+        raise PerfciError(f"perfci compile needs triton ({err})") from None
+    return triton, ASTSource, GPUTarget
+
+
+def _ptxas_resources(ptx: str, arch: Arch, fp_fusion: bool):
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    ptxas = get_ptxas(arch.target_arch).path
+    with tempfile.TemporaryDirectory(prefix="perfci-ptxas-") as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        cmd = [ptxas, "-lineinfo", *([] if fp_fusion else ["--fmad=false"]), "-v", "--regAllocOptLevel=2",
+               f"--gpu-name={sm_arch_from_capability(arch.target_arch)}", src, "-o", os.path.join(tmp, "k.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"ptxas failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return parse_ptxas(proc.stdout + proc.stderr)
+
+
+def compile_launch(launch: Launch, arch: Arch) -> "Compiled | str":
+    """The compiled kernel's resources, or the compile error's text (one line)."""
+    triton, ASTSource, GPUTarget = _triton()
+    from triton import knobs
+
+    fn = getattr(importlib.import_module(launch.module), launch.kernel)
+    signature, constexprs, attrs = launch.specialize(arch, bool(knobs.amd.use_buffer_ops))
+    if list(signature) != list(fn.arg_names):
+        return f"the plan's parameters {list(signature)} are not {launch.kernel}'s {list(fn.arg_names)}"
+    key = (arch.name, launch.module, launch.kernel, tuple(signature.items()), tuple(sorted(constexprs.items())),
+           repr(sorted(attrs.items())), launch.options)
+    if key in _CACHE:
+        return _CACHE[key]
+    target = GPUTarget(arch.backend, arch.target_arch, arch.warp_size)
+    try:
+        kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                                target=target, options=dict(launch.options))
+        md = kernel.metadata
+        if arch.vendor == "amd":
+            resources = parse_amdgcn(kernel.asm["amdgcn"])
+            knob_values = tuple((k, getattr(md, k, None)) for k in AMD_KNOBS) + (("num_stages", md.num_stages),)
+        else:
+            resources = _ptxas_resources(kernel.asm["ptx"], arch, bool(md.enable_fp_fusion))
+            knob_values = (("num_stages", md.num_stages),)
+        result: "Compiled | str" = Compiled(resources, int(md.shared), knob_values)
+    except Exception as err:  # noqa: BLE001 - any compiler failure is a finding about this case, not a crash
+        text = " ".join(str(err).split()) or type(err).__name__
+        result = f"{type(err).__name__}: {text[:300]}"
+    _CACHE[key] = result
+    return result
+
+
+def compile_case(spec: CaseSpec, arch: Arch) -> CaseReport:
+    if spec.kernel in VENDOR_KERNELS:
+        return CaseReport(spec, arch.name, (), note=f"not compiled: {VENDOR_KERNELS[spec.kernel]}")
+    try:
+        launches = plan_case(spec, arch)
+    except ValueError as err:
+        return CaseReport(spec, arch.name, (KernelReport(
+            kernel=spec.kernel, config=(), grid=(), vgprs=None, agprs=None, sgprs=None, registers=None, spills=None,
+            spill_unit="", scratch_bytes=None, shared_bytes=None, occupancy=None,
+            problems=(f"no launch: {err}",)),))
+    reports = []
+    for launch in launches:
+        compiled = compile_launch(launch, arch)
+        reports.append(error_report(launch, compiled) if isinstance(compiled, str)
+                       else kernel_report(launch, arch, compiled))
+    return CaseReport(spec, arch.name, tuple(reports))
+
+
+def compile_cases(cases: Iterable[CaseSpec], arches: Iterable[Arch],
+                  progress: Callable[[CaseReport], None] | None = None) -> list[CaseReport]:
+    out = []
+    for arch in arches:
+        for spec in cases:
+            report = compile_case(spec, arch)
+            out.append(report)
+            if progress:
+                progress(report)
+    return out

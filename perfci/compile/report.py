@@ -1,0 +1,137 @@
+"""What ``perfci compile`` found for one case on one arch, and whether it passes. Pure.
+
+A kernel fails when it spills (any VGPR/SGPR spill on AMD, any spill-store
+byte on NVIDIA), when its LDS / shared memory exceeds what one workgroup /
+block may allocate on the arch, or when it does not compile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfci.compile.arches import Arch, Occupancy, amd_occupancy, nvidia_occupancy
+from perfci.compile.plan import Launch
+from perfci.compile.resources import AmdResources, NvidiaResources
+from perfci.model import CaseSpec
+
+AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the IO edge read from one compiled kernel."""
+
+    resources: AmdResources | NvidiaResources
+    shared_bytes: int  # metadata["shared"]: LDS / shared memory per workgroup / block
+    knobs: tuple[tuple[str, Any], ...]  # effective AMD knobs from the metadata (kpack defaults to 1)
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    kernel: str
+    config: tuple[tuple[str, Any], ...]
+    grid: tuple[int, ...]
+    vgprs: int | None
+    agprs: int | None
+    sgprs: int | None
+    registers: int | None  # AMD: unified VGPRs+AGPRs; NVIDIA: registers per thread
+    spills: int | None
+    spill_unit: str  # "registers" (AMD) or "bytes" (NVIDIA spill stores)
+    scratch_bytes: int | None
+    shared_bytes: int | None
+    occupancy: Occupancy | None
+    problems: tuple[str, ...]  # why it fails: spills, shared memory over the limit, compile error
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    case: CaseSpec
+    arch: str
+    kernels: tuple[KernelReport, ...]
+    note: str = ""  # vendor cases: why nothing was compiled
+
+    @property
+    def status(self) -> str:
+        if not self.kernels:
+            return "vendor"
+        if any(k.problems for k in self.kernels):
+            return "fail"
+        return "ok"
+
+
+def launch_config(launch: Launch, knobs: tuple[tuple[str, Any], ...] = ()) -> tuple[tuple[str, Any], ...]:
+    """The config a reader wants to see: blocks, warps, stages and the AMD knobs in effect."""
+    cfg = launch.config
+    items: dict[str, Any] = {}
+    if cfg is not None:
+        items.update(BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, BLOCK_K=cfg.BLOCK_K)
+        if launch.kernel in ("matmul_tiled_kernel", "matmul_persistent_kernel"):
+            items["GROUP_M"] = cfg.GROUP_M
+    else:
+        items.update({name: value[1] for name, value in launch.params
+                      if isinstance(value, tuple) and value[0] == "constexpr" and name.isupper()})
+    options = dict(launch.options)
+    items["num_warps"] = options.get("num_warps")
+    items["num_stages"] = options.get("num_stages", dict(knobs).get("num_stages"))
+    for name, value in knobs:
+        if name in AMD_KNOBS:
+            items[name] = value
+    return tuple(items.items())
+
+
+def kernel_report(launch: Launch, arch: Arch, compiled: Compiled) -> KernelReport:
+    res = compiled.resources
+    num_warps = int(dict(launch.options).get("num_warps", 4))
+    problems: list[str] = []
+    shared = compiled.shared_bytes
+    if isinstance(res, AmdResources):
+        occ = amd_occupancy(arch, res.total_vgprs, shared, num_warps)
+        if res.spills:
+            problems.append(f"spills {res.vgpr_spills} VGPRs, {res.sgpr_spills} SGPRs ({res.scratch_bytes} B scratch)")
+        regs: dict[str, Any] = dict(vgprs=res.vgprs, agprs=res.agprs, sgprs=res.sgprs, registers=res.total_vgprs,
+                                    spills=res.spills, spill_unit="registers", scratch_bytes=res.scratch_bytes)
+    else:
+        occ = nvidia_occupancy(arch, res.registers, shared, num_warps)
+        if res.spills:
+            problems.append(f"spills {res.spill_store_bytes} B of stores ({res.stack_bytes} B stack)")
+        regs = dict(vgprs=None, agprs=None, sgprs=None, registers=res.registers, spills=res.spills,
+                    spill_unit="bytes", scratch_bytes=res.stack_bytes)
+    if shared > arch.shared_per_block:
+        problems.append(f"shared memory {shared} B > {arch.shared_per_block} B per block on {arch.name}")
+    return KernelReport(kernel=launch.kernel, config=launch_config(launch, compiled.knobs), grid=launch.grid,
+                        shared_bytes=shared, occupancy=occ, problems=tuple(problems), **regs)
+
+
+def error_report(launch: Launch, message: str) -> KernelReport:
+    return KernelReport(kernel=launch.kernel, config=launch_config(launch), grid=launch.grid, vgprs=None,
+                        agprs=None, sgprs=None, registers=None, spills=None, spill_unit="", scratch_bytes=None,
+                        shared_bytes=None, occupancy=None, problems=(f"compile error: {message}",))
+
+
+def case_json(report: CaseReport) -> dict[str, Any]:
+    """One entry of the json ``cases`` list: the main kernel's fields flat, every kernel under ``kernels``."""
+    spec = report.case
+    kernels = [_kernel_json(k) for k in report.kernels]
+    main = kernels[0] if kernels else {}
+    out: dict[str, Any] = {"kernel": spec.label, "group": spec.group, "shape": spec.shape, "dtype": spec.dtype,
+                           "arch": report.arch, "status": report.status}
+    for key in ("config", "vgprs", "sgprs", "agprs", "registers", "spills", "spill_unit", "scratch_bytes",
+                "shared_bytes", "occupancy"):
+        out[key] = main.get(key)
+    out["problems"] = [p for k in kernels for p in k["problems"]]
+    out["kernels"] = kernels
+    if report.note:
+        out["note"] = report.note
+    return out
+
+
+def _kernel_json(k: KernelReport) -> dict[str, Any]:
+    occ = k.occupancy
+    return {
+        "kernel": k.kernel, "config": dict(k.config), "grid": list(k.grid), "vgprs": k.vgprs, "agprs": k.agprs,
+        "sgprs": k.sgprs, "registers": k.registers, "spills": k.spills, "spill_unit": k.spill_unit,
+        "scratch_bytes": k.scratch_bytes, "shared_bytes": k.shared_bytes,
+        "occupancy": None if occ is None else {"value": occ.value, "unit": occ.unit, "by_registers": occ.by_registers,
+                                               "by_shared": occ.by_shared, "limiter": occ.limiter},
+        "problems": list(k.problems),
+    }
