@@ -287,7 +287,7 @@ _BIG = 1 << 62
 # shared memory with 3 stages); small M halves BLOCK_M so fewer rows are masked.
 # fp32 runs as tf32, whose operands are twice as wide, so BLOCK_K halves to stay
 # inside shared memory. fp8 doubles BLOCK_K for the same byte footprint.
-# AMD gfx942/gfx950: aiter's a16w16 tables use 256x256x64, GROUP_M=4, 8 warps,
+# AMD gfx942/gfx950: aiter's a16w16 tables use 256x256x64 (256x128 here, see the row), GROUP_M=4, 8 warps,
 # 2 stages (the AMD guide: "num_stages=2 for a single GEMM"), waves_per_eu=2 and
 # 16x16 MFMA (matrix_instr_nonkdim=16: "typically outperforms" 32x32 on MI300).
 _TILED = {
@@ -306,7 +306,11 @@ _TILED = {
     ("amd", "16bit"): (
         (64, KernelConfig(64, 128, 64, GROUP_M=4, num_warps=4, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
         (256, KernelConfig(128, 128, 64, GROUP_M=4, num_warps=4, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (_BIG, KernelConfig(256, 256, 64, GROUP_M=4, num_warps=8, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        # 256x128, not aiter's 256x256: `perfci compile prefill --arch gfx942,gfx950` showed the
+        # 256x256x64 8-warp tile spilling under waves_per_eu=2's 256-VGPR budget: gfx942 25 VGPRs
+        # (plain; 232 with the GELU epilogue), gfx950 8-239 VGPRs with the bias epilogues.
+        # 256x128x64 compiles spill-free on both (gfx942 176-200 VGPRs, gfx950 126 VGPRs + 16-72 AGPRs).
+        (_BIG, KernelConfig(256, 128, 64, GROUP_M=4, num_warps=8, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
     ),
     ("amd", "fp32"): (
         (64, KernelConfig(64, 64, 32, GROUP_M=4, num_warps=4, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
@@ -314,7 +318,9 @@ _TILED = {
     ),
     ("amd", "fp8"): (
         (64, KernelConfig(64, 128, 128, GROUP_M=4, num_warps=4, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
-        (_BIG, KernelConfig(256, 256, 128, GROUP_M=4, num_warps=8, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
+        # 256x128x128, not 256x256x128: on gfx942 the 256x256 fp8 tile spilled 30 VGPRs
+        # (perfci compile prefill --arch gfx942); 256x128 compiles spill-free on gfx942 and gfx950.
+        (_BIG, KernelConfig(256, 128, 128, GROUP_M=4, num_warps=8, num_stages=2, waves_per_eu=2, matrix_instr_nonkdim=16)),
     ),
 }
 
@@ -366,7 +372,10 @@ def splitk_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: int,
         # 57 us vs 72 us), since each program re-reads A for fewer N columns.
         if -(-m // 16) * -(-n // 64) >= 2 * sms:
             return KernelConfig(BLOCK_M=16, BLOCK_N=128, BLOCK_K=block_k // 2, num_warps=4, num_stages=4)
-        return KernelConfig(BLOCK_M=16, BLOCK_N=64, BLOCK_K=block_k, num_warps=4, num_stages=4)
+        # 8 warps, not 4: with 4 warps Triton 3.9's ptxas call (--regAllocOptLevel=2, ptxas 13.x)
+        # spills 8 B (64 registers; `perfci compile decode --arch sm_90`); 8 warps compile to 40
+        # registers and no spill. Not yet re-measured on the H200: confirm before re-baselining.
+        return KernelConfig(BLOCK_M=16, BLOCK_N=64, BLOCK_K=block_k, num_warps=8, num_stages=4)
     block_m = 16 if m <= 16 else 32
     return KernelConfig(
         BLOCK_M=block_m,
