@@ -16,6 +16,18 @@ from perfci.model import CaseSpec
 
 AMD_KNOBS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
+# Spills perfci accepts for now, each with its bound and reason: (arch, case label prefix) ->
+# (most spilled bytes per kernel, why). Anything beyond the bound, or any other problem, fails.
+ACCEPTED_SPILLS: dict[tuple[str, str], tuple[int, str]] = {
+    ("sm_90", "splitk_decode"): (
+        8, "8 B under Triton 3.9's ptxas (13.x); this 16x64 4-warp config is the one measured on the H200 "
+           "(triton 3.6); 8 warps compile clean but are unmeasured: kept until perfci confirm compares them there"),
+    ("sm_90", "matmul_tiled[epilogue=bias_gelu]"): (
+        128, "100 B under Triton 3.9's ptxas; the H200 measured this case at 1774 us against 1829 us for the "
+             "tile without epilogue (baselines/h200/prefill.csv); the fix (the epilogue in tiled_config's key) "
+             "waits for an H200 measurement"),
+}
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -55,8 +67,18 @@ class CaseReport:
         if not self.kernels:
             return "vendor"
         if any(k.problems for k in self.kernels):
-            return "fail"
+            return "accepted" if self.accepted else "fail"
         return "ok"
+
+    @property
+    def accepted(self) -> str:
+        """Why this case's spills are accepted (:data:`ACCEPTED_SPILLS`), or ""."""
+        for (arch, prefix), (most, why) in ACCEPTED_SPILLS.items():
+            if self.arch == arch and self.case.label.startswith(prefix) and all(
+                    all(p.startswith("spills") for p in k.problems) and (k.spills or 0) <= most
+                    for k in self.kernels):
+                return why
+        return ""
 
 
 def launch_config(launch: Launch, knobs: tuple[tuple[str, Any], ...] = ()) -> tuple[tuple[str, Any], ...]:
@@ -120,8 +142,8 @@ def case_json(report: CaseReport) -> dict[str, Any]:
         out[key] = main.get(key)
     out["problems"] = [p for k in kernels for p in k["problems"]]
     out["kernels"] = kernels
-    if report.note:
-        out["note"] = report.note
+    if report.note or report.accepted:
+        out["note"] = report.note or f"accepted spill: {report.accepted}"
     return out
 
 
