@@ -154,6 +154,13 @@ class ResultRow:
     timer: str = ""  # events | profiler | host; empty in files written before the column
     clock_source: str = ""  # device | nvml | amdsmi | ...; empty before schema 2
     stalls: int = 0  # repeat attempts that stalled while measuring this case
+    roofline_pct: float | None = None
+    # The run's software and time, for the reports' identity lines (empty when unknown).
+    driver: str = ""
+    runtime: str = ""
+    torch: str = ""
+    triton: str = ""
+    timestamp: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -333,6 +333,9 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         line=cells.line, timer=cells.text("timer", required=False),
         clock_source=cells.text("clock_source", required=False),
         stalls=cells.integer("stalls") or 0,
+        roofline_pct=cells.number("roofline_pct"),
+        **{column: cells.text(column, required=False)
+           for column in ("driver", "runtime", "torch", "triton", "timestamp")},
     )
 
 

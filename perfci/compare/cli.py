@@ -55,7 +55,8 @@ instead of the fixed floor one run against one run needs; see docs/history.md.
 
 exit codes:
   0  no regression
-  1  at least one case regressed or broke (or a clocked suite-wide regression)
+  1  at least one case regressed or broke (or a clocked suite-wide regression),
+     or a case measured in BASE is missing or skipped in CUR (--allow-missing)
   2  bad input or usage: one line naming the file, row and column
   3  with --strict: something inconclusive and nothing regressed
 
@@ -100,6 +101,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--min-effect", type=percentage, metavar="PCT",
                    help="use PCT%% as every case's floor instead of the profile's")
     p.add_argument("--strict", action="store_true", help="exit 3 when anything is inconclusive")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a case measured in BASE but missing (or skipped) in CUR is not a failure "
+                        "(default: exit 1, since a half-missing suite must not pass the gate)")
+    p.add_argument("--only-changed", action="store_true",
+                   help="show only the cases that are not unchanged (the summary still counts all)")
+    p.add_argument("--sort", choices=("worst", "ratio", "name"), default="worst",
+                   help="row order: worst verdict first, largest judged slowdown first, or by "
+                        "kernel/shape/dtype (default: worst)")
     p.add_argument("--allow-device-mismatch", action="store_true",
                    help="judge runs of two devices against each other (refused by default, exit 2: "
                         "the arch or device name of BASE and CUR differ)")
@@ -121,6 +130,7 @@ def add_parser(subparsers) -> None:
 
 def main(args) -> int:
     from perfci.compare.comparison import CompareOptions
+    from perfci.compare.identity import with_identity
     from perfci.compare.inputs import check_same_device, read_any, read_profile
     from perfci.compare.render import RENDERERS, plot
     from perfci.compare.verdicts import compare
@@ -134,6 +144,7 @@ def main(args) -> int:
         from perfci.history.cli import pooled_comparison
 
         result = pooled_comparison(args.base, args.cur, profile, opts, args.nights)
+        result = with_identity(result, None, read_any(args.cur))
     else:
         if args.nights is not None:
             raise PerfciError(f"--nights: {args.base} is a file; --nights pools the runs of a history "
@@ -141,21 +152,45 @@ def main(args) -> int:
         base, cur = read_any(args.base), read_any(args.cur)
         if not args.allow_device_mismatch:
             check_same_device(base, cur)
-        result = compare(base, cur, profile, opts)
+        result = with_identity(compare(base, cur, profile, opts), base, cur)
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
-    sys.stdout.write(RENDERERS[args.format](result))
+    sys.stdout.write(RENDERERS[args.format](_shown(result, args.only_changed, args.sort)))
     if args.plot:
         try:
             plot(result, args.plot)
         except (OSError, ValueError) as err:  # ValueError: a format matplotlib cannot write
             raise PerfciError(f"--plot {args.plot}: cannot write ({getattr(err, 'strerror', None) or err})") from None
-    if result.regressed:
+    missing = missing_cases(result)
+    if missing and not args.allow_missing:
+        shown = ", ".join(" ".join(k) for k in missing[:3]) + (" ..." if len(missing) > 3 else "")
+        print(f"perfci compare: {len(missing)} case(s) of BASE were not measured in CUR ({shown}): exit 1 "
+              f"(--allow-missing permits it)", file=sys.stderr)
+    if result.regressed or (missing and not args.allow_missing):
         return EXIT_REGRESSION
     if args.strict and result.inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
+
+
+def missing_cases(result) -> list[tuple[str, str, str]]:
+    """Cases measured (ok) in BASE that CUR lacks or skipped: a half-missing run is not a clean one."""
+    return [(c.kernel, c.shape, c.dtype) for c in result.cases
+            if c.verdict == "removed" and c.base_status == "ok"
+            or c.verdict == "skipped" and c.base_status == "ok"]
+
+
+def _shown(result, only_changed: bool, order: str):
+    """The rows to render: filtered and ordered; the summary keeps counting every case."""
+    from dataclasses import replace
+
+    cases = [c for c in result.cases if not (only_changed and c.verdict == "unchanged")]
+    if order == "ratio":
+        cases.sort(key=lambda c: -(c.adj_ratio or c.ratio or 0.0))
+    elif order == "name":
+        cases.sort(key=lambda c: (c.kernel, c.shape, c.dtype))
+    return replace(result, cases=tuple(cases))
 
 
 def calibrate_main(args) -> int:

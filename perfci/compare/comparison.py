@@ -67,6 +67,8 @@ class CaseComparison:
     spread_base_pct: float | None = None  # robust sd of the repeats (judged space), percent
     spread_cur_pct: float | None = None
     disturbed: str = ""  # "base" or "cur": that run scattered, so no regressed/improved verdict
+    tflops: float | None = None  # cur's throughput, and its share of the device's roofline
+    roofline_pct: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -107,6 +109,8 @@ class Comparison:
     summary: Summary
     threshold_only: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # (what, base, cur) of each run: sha, date, device, driver, runtime, torch, triton
+    identity: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def regressed(self) -> bool:

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict
 
 from perfci.compare.comparison import CaseComparison, Comparison
+from perfci.compare.identity import identity_lines
 
 MARK = {"regressed": "!!", "broken": "XX", "improved": "++", "inconclusive": "??",
         "unchanged": "~", "fixed": "ok", "skipped": "-", "added": "+", "removed": "-"}
@@ -27,6 +28,18 @@ def _pct(r: float | None) -> str:
 
 def _num(x: float | None, fmt: str = ".3g") -> str:
     return "" if x is None else format(x, fmt)
+
+
+def _us(x: float | None) -> str:
+    """A time as people write it: 1834, 248.3, 14.75, 0.912 (never 1.83e+03)."""
+    if x is None:
+        return ""
+    return f"{x:.0f}" if x >= 1000 else f"{x:.1f}" if x >= 100 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def _throughput(c: CaseComparison) -> tuple[str, str]:
+    tflops = "" if c.tflops is None else f"{c.tflops:.1f}" if c.tflops >= 1 else f"{c.tflops:.3f}"
+    return tflops, "" if c.roofline_pct is None else f"{c.roofline_pct:.0f}%"
 
 
 def _ci(c: CaseComparison) -> str:
@@ -46,7 +59,7 @@ def _headline(cmp: Comparison) -> str:
 
 def _summary_lines(cmp: Comparison) -> list[str]:
     sm = cmp.summary
-    lines = [f"verdicts: {_headline(cmp)}"]
+    lines = [f"verdicts: {_headline(cmp)}", *identity_lines(cmp)]
     if sm.geomean_ratio is not None:
         lines.append(f"geomean cur/base: {sm.geomean_ratio:.4f} ({_pct(sm.geomean_ratio)}); "
                      f"after clock and common mode: {sm.geomean_adj_ratio:.4f}"
@@ -62,12 +75,12 @@ def _summary_lines(cmp: Comparison) -> list[str]:
 
 def render_table(cmp: Comparison) -> str:
     """Fixed-width text for a terminal; worst cases first."""
-    header = ("", "kernel", "shape", "dtype", "base us", "cur us", "raw", "judged", "95% CI",
-              "q", "floor", "verdict")
+    header = ("", "kernel", "shape", "dtype", "base us", "cur us", "TFLOP/s", "roof", "raw", "judged",
+              "95% CI", "q", "floor", "verdict")
     rows = [header]
     for c in cmp.cases:
-        rows.append((MARK[c.verdict], c.kernel, c.shape, c.dtype, _num(c.base_us), _num(c.cur_us),
-                     _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
+        rows.append((MARK[c.verdict], c.kernel, c.shape, c.dtype, _us(c.base_us), _us(c.cur_us),
+                     *_throughput(c), _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
                      "" if c.floor_pct is None else f"{c.floor_pct:.1f}%", c.verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = [f"perfci compare: {cmp.base_path} -> {cmp.cur_path} ({cmp.arch or 'arch unknown'})"]
@@ -94,16 +107,16 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
     out.append("")
 
     def table(cases) -> list[str]:
-        lines = ["| verdict | kernel | shape | dtype | base µs | cur µs | raw | judged | 95% CI | q | floor |",
-                 "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|"]
+        lines = ["| verdict | kernel | shape | dtype | base µs | cur µs | TFLOP/s | % roof | raw | judged | "
+                 "95% CI | q | floor |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
         for c in cases[:max_rows]:
             lines.append("| " + " | ".join(_md_escape(x) for x in (
                 f"**{c.verdict}**" if c.verdict in ("regressed", "broken") else c.verdict,
-                f"`{c.kernel}`", c.shape, c.dtype, _num(c.base_us), _num(c.cur_us),
+                f"`{c.kernel}`", c.shape, c.dtype, _us(c.base_us), _us(c.cur_us), *_throughput(c),
                 _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
                 "" if c.floor_pct is None else f"{c.floor_pct:.1f}%")) + " |")
         if len(cases) > max_rows:
-            lines.append(f"| … | {len(cases) - max_rows} more | | | | | | | | | |")
+            lines.append(f"| … | {len(cases) - max_rows} more |" + " |" * 11)
         return lines
 
     notable = [c for c in cmp.cases if c.verdict not in ("unchanged",)]
@@ -135,6 +148,7 @@ def to_dict(cmp: Comparison) -> dict:
         "profile": asdict(cmp.profile),
         "options": asdict(cmp.options),
         "notes": list(cmp.notes),
+        "identity": {f: {"base": b, "cur": c} for f, b, c in cmp.identity},
         "cases": cases,
     }
 
@@ -156,31 +170,62 @@ def render_csv(cmp: Comparison) -> str:
 RENDERERS = {"table": render_table, "markdown": render_markdown, "json": render_json, "csv": render_csv}
 
 
+PLOT_ROWS = 40  # beyond this many timed cases, the plot shows the changed ones only
+
+
 def plot(cmp: Comparison, out_path: str) -> None:
-    """Forest plot: judged ratio and interval per timed case, the floor band shaded."""
+    """Forest plot: judged change and interval per timed case, the noise floor shaded.
+
+    Worst first; with more than PLOT_ROWS timed cases only those not `unchanged`
+    (an 84-case suite stays readable). The x axis is clipped to the floors and the
+    bulk of the intervals; a point or interval beyond it ends in an arrow with its value.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
-    cases = [c for c in cmp.cases if c.adj_ratio is not None]
+    timed = [c for c in cmp.cases if c.adj_ratio is not None]
+    changed = [c for c in timed if c.verdict != "unchanged"]
+    cases = changed if len(timed) > PLOT_ROWS and changed else timed
+    hidden = len(timed) - len(cases)
     colors = {"regressed": "tab:red", "improved": "tab:green", "inconclusive": "tab:orange",
               "unchanged": "tab:gray"}
-    height = max(2.5, 0.22 * len(cases) + 1.2)
-    fig, ax = plt.subplots(figsize=(9, height))
+    floors = [c.floor_pct for c in cases if c.floor_pct]
+    limit = max([3.0 * max(floors, default=1.0), 5.0]
+                + [abs(100.0 * (c.adj_ratio - 1.0)) * 1.15 for c in cases if abs(c.adj_ratio - 1.0) < 0.25])
+    limit = min(limit, 30.0)
+    fig, ax = plt.subplots(figsize=(9, max(2.5, 0.22 * len(cases) + 1.6)))
     for y, c in enumerate(reversed(cases)):
         pct = 100.0 * (c.adj_ratio - 1.0)
         lo, hi = 100.0 * (c.ci_low - 1.0), 100.0 * (c.ci_high - 1.0)
         col = colors.get(c.verdict, "black")
         if c.floor_pct:
             ax.fill_between([-c.floor_pct, c.floor_pct], y - 0.45, y + 0.45, color="0.9", lw=0)
-        ax.plot([lo, hi], [y, y], color=col, lw=1.5)
-        ax.plot([pct], [y], "o", color=col, ms=4)
+        ax.plot([max(lo, -limit), min(hi, limit)], [y, y], color=col, lw=1.5)
+        if -limit <= pct <= limit:
+            ax.plot([pct], [y], "o", color=col, ms=4)
+        for edge, beyond, marker in ((limit, max(pct, hi) > limit, ">"), (-limit, min(pct, lo) < -limit, "<")):
+            if beyond:  # clipped: an arrow at the edge, and the point's value beside it
+                ax.plot([edge], [y], marker, color=col, ms=6)
+                ax.annotate(f"{pct:+.0f}%", (edge, y), xytext=(-4 if edge > 0 else 4, 4),
+                            textcoords="offset points", fontsize=6, ha="right" if edge > 0 else "left")
     ax.axvline(0.0, color="black", lw=0.6)
+    ax.set_xlim(-limit * 1.05, limit * 1.05)
     ax.set_yticks(range(len(cases)))
-    ax.set_yticklabels([f"{c.kernel} {c.shape} {c.dtype}" for c in reversed(cases)], fontsize=7)
-    ax.set_xlabel("cur vs base, % (clock-normalized, common mode removed); grey = noise floor")
-    ax.set_title(f"perfci compare: {_headline(cmp)}", fontsize=9)
+    ax.set_yticklabels([f"{c.kernel} {c.shape} {c.dtype}  ({_us(c.cur_us)} µs)" for c in reversed(cases)],
+                       fontsize=7)
+    ax.set_xlabel("cur vs base, % (clock-normalized, common mode removed)")
+    shown = [v for v in ("regressed", "improved", "inconclusive", "unchanged") if any(c.verdict == v for c in cases)]
+    ax.legend(handles=[Line2D([], [], color=colors[v], marker="o", lw=1.5, label=v) for v in shown]
+              + [Patch(color="0.9", label="noise floor")], fontsize=7, loc="lower right")
+    device = next((b or c for f, b, c in cmp.identity if f == "device" and (b or c)), "") or cmp.arch
+    title = f"perfci compare{' on ' + device if device else ''}: {_headline(cmp)}"
+    if hidden:
+        title += f" ({hidden} unchanged not shown)"
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(out_path, dpi=120)
     plt.close(fig)

@@ -146,17 +146,32 @@ def _config_from_variant(variant) -> dict[str, int]:
 # ---------------------------------------------------------------------------
 
 
+class Unsupported(ValueError):
+    """The case cannot run on this device by its own declaration (fp8 without fp8 units,
+    bf16 in the interpreter): the worker records a ``skip``. Any other error in a
+    case's preparation (a bad seed, a kernel's own check) is an ``error``, never a skip,
+    so a run cannot go green by skipping what it failed to measure."""
+
+
 def _refuse_on_cpu(spec: CaseSpec, device, triton_kernel: bool) -> None:
-    """ValueError for cases this device cannot run (the worker records them as skips)."""
+    """Unsupported for cases this device cannot run (the worker records them as skips)."""
+    amd_only = sorted(set(spec.variant) & _AMD_KEYS)
+    if amd_only:
+        from kernels import _configs
+
+        vendor, arch = _configs.device_kind(device)
+        if vendor != "amd":  # a suite may carry AMD knobs for its MI300 cases
+            raise Unsupported(f"config field(s) {amd_only} only exist on AMD (HIP) devices, and this device "
+                              f"is {vendor} {arch}.")
     if device.type != "cpu":
         return
     if triton_kernel:
         if spec.dtype == "bf16":
-            raise ValueError("bf16 Triton kernels are unreliable in the interpreter (numpy has no bf16); run this case on a GPU.")
+            raise Unsupported("bf16 Triton kernels are unreliable in the interpreter (numpy has no bf16); run this case on a GPU.")
         if spec.dtype == "fp8":
-            raise ValueError("fp8 Triton kernels need a GPU with fp8 matrix units; the CPU interpreter has none.")
+            raise Unsupported("fp8 Triton kernels need a GPU with fp8 matrix units; the CPU interpreter has none.")
     elif spec.dtype == "fp8":
-        raise ValueError("torch_matmul fp8 uses torch._scaled_mm, which needs an fp8-capable GPU, not the CPU.")
+        raise Unsupported("torch_matmul fp8 uses torch._scaled_mm, which needs an fp8-capable GPU, not the CPU.")
 
 
 def _make_inputs(spec: CaseSpec, device, seed: int, *, bias: bool):
@@ -181,7 +196,7 @@ def _make_inputs(spec: CaseSpec, device, seed: int, *, bias: bool):
         fp8 = _configs.fp8_dtype(_configs.device_kind(device))
         if fp8 is None:
             vendor, arch = _configs.device_kind(device)
-            raise ValueError(f"{vendor} {arch} has no fp8 matrix units, so fp8 cases cannot run here.")
+            raise Unsupported(f"{vendor} {arch} has no fp8 matrix units, so fp8 cases cannot run here.")
         a = torch.randn((m, k), generator=gen, device=device).to(fp8)
         w = torch.randn((n, k), generator=gen, device=device).to(fp8)
         out_dtype = torch.bfloat16

@@ -31,8 +31,9 @@ of the repeat values, and all repeat values are kept for 'perfci compare'.
 The CSV is rewritten atomically after every case, so an interrupted run keeps
 everything measured so far.
 
-exit codes: 0 every case ok or skipped; 1 some case failed, errored or timed out;
-2 bad input or usage; 130 interrupted.
+exit codes: 0 every case ok or skipped (a skip: the device declares the case
+unsupported, e.g. fp8 without fp8 units); 1 some case failed, errored or timed
+out, or no case was measured at all; 2 bad input or usage; 130 interrupted.
 """
 EXAMPLES = """\
 examples:
@@ -117,6 +118,8 @@ def main(args: argparse.Namespace) -> int:
         raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise PerfciError(f"--timeout {args.timeout}: give a positive number of seconds")
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise PerfciError(f"--seed {args.seed}: use a whole number from 0 to 2**63-1")
     if args.out is None and not args.list:
         raise PerfciError("--out CSV is required (where the results go)")
     if args.out is not None:
@@ -159,6 +162,10 @@ def main(args: argparse.Namespace) -> int:
         results, env = _measure(runner, suite.name, cases, args.out, args.log_json, placed)
     _print_summary(results, env, suite.name, args.format, args.out)
     broken = [r for r in results if r.status in ("fail", "error", "timeout")]
+    if not any(r.status == "ok" for r in results):
+        # Never green: a run that timed nothing cannot vouch for anything.
+        print(f"perfci run: nothing was measured ({len(results)} case(s), none ok); exit 1", file=sys.stderr)
+        return EXIT_REGRESSION
     return EXIT_REGRESSION if broken else EXIT_OK
 
 

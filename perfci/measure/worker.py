@@ -76,7 +76,7 @@ def measure(request: dict) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
-    from perfci.measure.backends import get_backend
+    from perfci.measure.backends import Unsupported, get_backend
     from perfci.measure.envinfo import collect_environment
     from perfci.model import Environment
 
@@ -93,8 +93,7 @@ def measure(request: dict) -> dict:
 
     try:
         prepared = get_backend(spec.kernel).prepare(spec, torch_device, int(request["seed"]))
-    except ValueError as err:
-        # The kernel cannot run here (fp8 on a GPU without it, bf16 in the interpreter).
+    except Unsupported as err:  # declared: fp8 on a GPU without it, bf16 in the interpreter
         result.update(status="skip", message=str(err))
         return result
     phases.done("prepare")

@@ -198,3 +198,35 @@ def test_calibrate_refuses_to_write_over_one_of_its_runs(tmp_path):
     r = perfci("calibrate", *runs, "--out", tmp_path / "." / "b.csv")
     assert r.returncode == 2 and "--out" in r.stderr and "is one of the runs it reads" in r.stderr
     assert runs[1].read_bytes() == (DATA / "aa_cur.csv").read_bytes()  # nothing lost
+
+
+def _drop_rows(src: Path, dst: Path, keep) -> None:
+    lines = src.read_text().splitlines()
+    dst.write_text("\n".join([lines[0]] + [line for i, line in enumerate(lines[1:]) if keep(i)]) + "\n")
+
+
+def test_a_case_missing_from_cur_fails_the_gate_unless_allowed(tmp_path):
+    # A/A, with half the suite missing tonight: not a clean night.
+    _drop_rows(DATA / "aa_cur.csv", tmp_path / "half.csv", lambda i: i % 2 == 0)
+    r = perfci("compare", DATA / "aa_base.csv", tmp_path / "half.csv")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "were not measured in CUR" in r.stderr and "--allow-missing" in r.stderr
+    allowed = perfci("compare", DATA / "aa_base.csv", tmp_path / "half.csv", "--allow-missing")
+    assert allowed.returncode == 0, allowed.stderr
+    # Cases only tonight (added) are no failure.
+    added = perfci("compare", tmp_path / "half.csv", DATA / "aa_cur.csv")
+    assert added.returncode == 0, added.stderr
+
+
+def test_only_changed_and_sort(tmp_path):
+    full = json.loads(perfci("compare", DATA / "base.csv", DATA / "cur_regressed.csv", "--format", "json").stdout)
+    r = perfci("compare", DATA / "base.csv", DATA / "cur_regressed.csv", "--format", "json", "--only-changed")
+    shown = json.loads(r.stdout)
+    assert r.returncode == 1
+    assert shown["cases"] and all(c["verdict"] != "unchanged" for c in shown["cases"])
+    assert len(shown["cases"]) < len(full["cases"])
+    assert shown["summary"]["counts"] == full["summary"]["counts"]  # the summary still counts every case
+    by_name = json.loads(perfci("compare", DATA / "base.csv", DATA / "cur_regressed.csv", "--format", "json",
+                                "--sort", "name").stdout)["cases"]
+    names = [(c["kernel"], c["shape"], c["dtype"]) for c in by_name]
+    assert names == sorted(names) and len(names) == len(full["cases"])

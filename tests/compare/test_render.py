@@ -42,11 +42,11 @@ def test_table_lists_worst_first_in_aligned_columns(cmp):
     lines = render.render_table(cmp).splitlines()
     assert lines[0] == "perfci compare: base.csv -> cur.csv (gfx942)"
     header, rule, rows = lines[1], lines[2], lines[3:3 + len(cmp.cases)]
-    assert header.split() == ["kernel", "shape", "dtype", "base", "us", "cur", "us", "raw", "judged", "95%", "CI",
-                              "q", "floor", "verdict"]
+    assert header.split() == ["kernel", "shape", "dtype", "base", "us", "cur", "us", "TFLOP/s", "roof", "raw",
+                              "judged", "95%", "CI", "q", "floor", "verdict"]
     assert set(rule) == {"-", " "}
     assert [r.split()[0] for r in rows] == ["XX", "!!"] + ["~"] * 6 + ["+", "-"]
-    assert rows[1].split() == ["!!", "gemv", "4x4096x4096", "bf16", "14", "21", "+50.0%", "+50.0%",
+    assert rows[1].split() == ["!!", "gemv", "4x4096x4096", "bf16", "14.00", "21.00", "+50.0%", "+50.0%",
                                "[+49.4%,", "+50.6%]", "0.0041", "2.9%", "regressed"]
     # Every row's kernel starts under the header's: the columns line up.
     assert {r.index(r.split()[1]) for r in rows} == {header.index("kernel")}
@@ -119,6 +119,43 @@ def test_forest_plot_draws_one_row_per_judged_case_worst_on_top(cmp, tmp_path, m
     # broken, added and removed cases have no judged ratio, so no row; the plot's
     # top row (the last label) is the worst judged case.
     judged = [c for c in cmp.cases if c.adj_ratio is not None]
-    assert labels == [f"{c.kernel} {c.shape} {c.dtype}" for c in reversed(judged)]
-    assert labels[-1] == "gemv 4x4096x4096 bf16"
-    assert ax.get_title() == "perfci compare: 1 broken, 1 regressed, 6 unchanged, 1 added, 1 removed"
+    assert labels == [f"{c.kernel} {c.shape} {c.dtype}  ({render._us(c.cur_us)} µs)" for c in reversed(judged)]
+    assert labels[-1] == "gemv 4x4096x4096 bf16  (21.00 µs)"
+    assert ax.get_title() == "perfci compare on gfx942: 1 broken, 1 regressed, 6 unchanged, 1 added, 1 removed"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["regressed", "unchanged", "noise floor"]
+
+
+def test_times_are_written_as_people_write_them():
+    assert [render._us(x) for x in (1834.4, 248.26, 14.754, 0.9123, None)] == ["1834", "248.3", "14.75", "0.912", ""]
+
+
+def test_a_large_suite_plots_only_its_changed_cases_and_clips_outliers(tmp_path, monkeypatch):
+    # 84 cases, one +60% (far past the axis): 83 unchanged rows would bury it.
+    base = [_row("gemv", m, 10.0 + m) for m in range(1, 85)]
+    cur = [_row("gemv", m, (10.0 + m) * (1.6 if m == 7 else 1.0)) for m in range(1, 85)]
+    result = compare(ResultTable("b.csv", "perfci", tuple(base)), ResultTable("c.csv", "perfci", tuple(cur)))
+    drawn = []
+    save = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k))[1])
+    render.plot(result, str(tmp_path / "f.png"))
+    (ax,) = drawn[0].axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["gemv 7x4096x4096 bf16  (27.20 µs)"]
+    assert "83 unchanged not shown" in ax.get_title()
+    assert ax.get_xlim()[1] < 60  # clipped: the +60% point is an arrow at the edge, with its value
+    assert any(t.get_text() == "+60%" for t in ax.texts)
+
+
+def test_identity_lines_say_what_ran_where_and_what_differs(cmp):
+    from perfci.compare.identity import with_identity
+
+    def table(path, driver, torch_version):
+        rows = tuple(replace(r, git_sha="a" * 40, device_name="AMD Instinct MI300X", driver=driver,
+                             torch=torch_version, timestamp="2026-11-30T02:00:00Z") for r in
+                     (_row("gemv", m, 10.0 + m) for m in GEMV_M))
+        return ResultTable(path, "perfci", rows)
+
+    base, cur = table("b.csv", "6.8.5", "2.9.0"), table("c.csv", "6.10.5", "2.9.0")
+    text = render.render_markdown(with_identity(compare(base, cur), base, cur))
+    assert "- base: aaaaaaaaaaaa, 2026-11-30, AMD Instinct MI300X, arch gfx942, driver 6.8.5, torch 2.9.0" in text
+    assert "- environment differs: driver 6.8.5 -> 6.10.5" in text and "torch 2.9.0 ->" not in text

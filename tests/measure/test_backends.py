@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from perfci.measure.backends import BACKENDS, TOLERANCE, get_backend
+from perfci.measure.backends import BACKENDS, TOLERANCE, Unsupported, get_backend
 from perfci.errors import PerfciError
 from perfci.model import CaseSpec
 
@@ -183,8 +183,8 @@ def test_amd_variant_on_non_hip_device_is_refused():
 
     spec = CaseSpec("matmul_tiled", 16, 16, 16, "fp32", {"waves_per_eu": 2})
     assert get_backend("matmul_tiled").check(spec) is None  # the suite may target MI300
-    # prepare raises ValueError, which the worker records as a skip on this device.
-    with pytest.raises(ValueError, match="only exist on AMD"):
+    # prepare raises Unsupported, which the worker records as a skip on this device.
+    with pytest.raises(Unsupported, match="only exist on AMD"):
         get_backend("matmul_tiled").prepare(spec, torch.device("cpu"), 0)
 
 

@@ -1,5 +1,6 @@
 """``perfci run`` as a user runs it: a process, its stdout/stderr, its exit code."""
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -167,3 +168,35 @@ def test_the_gpu_lock_makes_a_second_run_wait_then_give_up(tmp_path, monkeypatch
     finally:
         first.release()
     gpu_lock(0.3, notes.append).release()  # free again once released
+
+
+def test_an_error_while_preparing_a_case_is_an_error_never_a_skip(tmp_path):
+    # A seed torch refuses fails the case's preparation: that is an error (the run
+    # exits 1), never a skip; only what the device declares unsupported is a skip.
+    from perfci.measure import worker
+
+    request = {"spec": {"kernel": "torch_matmul", "m": 8, "n": 16, "k": 32, "dtype": "fp32", "variant": {},
+                        "weight": 1.0, "group": ""},
+               "device": "cpu", "iters": 60, "repeats": 1, "seed": 2**70, "launch": "eager", "timer": "events",
+               "gate": "none", "poll_s": 0.0, "warmup_min_s": 0.0, "warmup_max_s": 0.1, "env": None}
+    (tmp_path / "req.json").write_text(json.dumps(request))
+    assert worker.main([str(tmp_path / "req.json"), str(tmp_path / "res.json")]) == 0
+    result = json.loads((tmp_path / "res.json").read_text())
+    assert result["status"] == "error" and "Overflow" in result["message"]
+
+
+def test_a_seed_out_of_range_is_one_line(tmp_path, tiny_suite):
+    proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(tmp_path / "r.csv"), "--seed", str(2**70))
+    assert proc.returncode == 2 and "--seed" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_that_measured_nothing_is_never_green(tmp_path):
+    # Every case skipped (bf16 Triton kernels in the interpreter): nothing was measured.
+    suite = tmp_path / "bf16.toml"
+    suite.write_text('name = "bf16"\ndevices = ["cpu"]\ndtype = "bf16"\n\n[[cases]]\nkernel = "gemv"\n'
+                     'M = 1\nN = 16\nK = 32\n')
+    out = tmp_path / "r.csv"
+    proc = perfci("run", str(suite), "--device", "cpu", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert [r["status"] for r in read_rows(out)] == ["skip"]
+    assert "nothing was measured" in proc.stderr
