@@ -36,7 +36,8 @@ class CheckResult:
 
 def check(history: History, options: ChangeOptions | None = None) -> CheckResult:
     opts = options or ChangeOptions()
-    cases = tuple(CaseCheck(s, detect(s.medians, opts)) for s in case_series(history.runs))
+    cases = tuple(CaseCheck(s, detect(s.medians, opts, [p.repeats_us for p in s.points]))
+                  for s in case_series(history.runs))
     m = history.manifest
     return CheckResult(history.path, f"{m.device_name} ({m.arch})", len(history.runs), opts, cases)
 
@@ -92,7 +93,9 @@ def render_table(result: CheckResult) -> str:
         out.append(f"too short to search: {len(result.too_short)} case(s) with {n[0]}"
                    + (f"-{n[-1]}" if len(n) > 1 else "") + f" run(s); a change needs {opts.min_segment} runs "
                    f"on each side ({2 * opts.min_segment} in all), so none is claimed")
-    out.append(f"method: binary segmentation of the nightly medians, Mann-Whitney rank sums, permutation "
-               f"p <= {opts.alpha:g} ({opts.permutations} shuffles), at least {opts.min_segment} runs a "
-               f"segment, shifts under {opts.min_change_pct:g}% not reported")
+    out.append(f"method: binary segmentation of each run's level (the mean of its fastest half of repeats; "
+               f"before/after: the median level of the runs on either side), standardized difference of "
+               f"means, permutation p <= {opts.alpha:g} ({opts.permutations} shuffles), at least "
+               f"{opts.min_segment} runs a segment, a run over {opts.clip_sd:g} sd from its neighbours pulled "
+               f"in, shifts under {opts.min_change_pct:g}% not reported")
     return "\n".join(out) + "\n"

@@ -67,8 +67,9 @@ def add_parser(subparsers) -> None:
     a.set_defaults(handler=add_main)
 
     c = actions.add_parser("check", help="change points of every case",
-                           description="List each case's shifts: binary segmentation of its nightly medians, "
-                                       "a rank test with a permutation bound, a minimum segment length.")
+                           description="List each case's shifts: binary segmentation of each run's level (the mean "
+                                       "of its fastest half of repeats), a permutation bound, a minimum segment "
+                                       "length.")
     c.add_argument("store", metavar="STORE")
     c.add_argument("--format", choices=("table", "json"), default="table")
     c.add_argument("--alpha", type=probability, default=0.01,

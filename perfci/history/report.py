@@ -71,8 +71,8 @@ def index_html(history: History, checks: Sequence[CaseCheck]) -> str:
                     f"<td>{escape(last.timestamp if last else '')} <span class=muted>"
                     f"{escape(last.short_sha if last else '')}</span></td></tr>")
     body.append("</table>")
-    body.append("<p class=muted>Change points: binary segmentation of the nightly medians with a rank test "
-                "and a permutation bound (<code>perfci history check</code>). Written by "
+    body.append("<p class=muted>Change points: binary segmentation of each run's level (the mean of its fastest "
+                "half of repeats) with a permutation bound (<code>perfci history check</code>). Written by "
                 "<code>perfci history report</code>.</p>")
     return _page(f"perfci history: {history.manifest.device_name}", body)
 

@@ -1,0 +1,111 @@
+"""What one night of one case is worth: its level, that level's own variance, and each run's suite-wide shift.
+
+Pure numbers in and out; shared by ``history check`` (:mod:`perfci.history.changepoints`)
+and ``compare STORE CUR`` (:mod:`perfci.history.pooled`).
+
+* **A night's level** is the mean of its fastest half of repeats (log time),
+  not their median. Interference only ever slows a kernel down, so a night's
+  slow repeats carry its disturbances and its fast ones its speed. On the H200
+  the median of 7 repeats is the less steady choice twice over: large
+  power-capped GEMMs have 2-3 of 7 repeats 2-12% slow, so the median sits on
+  that tail whenever one more repeat lands there; small cuBLAS GEMMs alternate
+  between two speeds 5-8% apart, 4 against 3, so the median jumps between them
+  from night to night. The mean of the fastest 3 of 7 moves with neither.
+* **Its variance** from its own repeats, by a seeded bootstrap (the same repeats
+  always give the same answer): a night whose repeats span two speeds cannot
+  pin its level down, whatever a few other nights happened to show.
+* **A run's suite-wide shift**, per case: compare's common mode (medians,
+  split compute-/memory-bound), or ``affine``: ``a + c*exponent + b/us`` fitted
+  robustly (Huber, from the median). A run's launch and placement move short
+  kernels by a roughly fixed *time* (on the H200's decode suite one run was
+  1.3-2% faster below 15 us and unmoved above 40 us), which a single
+  fraction leaves in them as their own noise.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from perfci import stats
+
+LEVELS = ("fast", "median")
+MODES = ("affine", "median")
+SHORT_US = 50.0  # a per-run shift of ~0.2 us is >= 0.4% of a case this short: the b/us term needs such cases
+BOOTSTRAP = 200  # resamples for a night level's variance
+
+
+def night_level(log_repeats: Sequence[float], how: str = "fast") -> float:
+    """A night's level from its repeats (log times): the mean of its fastest half (at least one), or the median."""
+    x = np.sort(np.asarray(log_repeats, dtype=float))
+    if x.size == 0:
+        raise ValueError("a night needs at least one repeat")
+    if how == "median":
+        return float(np.median(x))
+    return float(np.mean(x[:max(1, x.size // 2)]))
+
+
+def level_var(log_repeats: Sequence[float], how: str = "fast") -> float:
+    """Variance of a night's level as its own repeats let it vary (0 for one repeat).
+
+    ``fast``: a seeded bootstrap of the fastest-half mean. ``median``: the
+    median's asymptotic ``(pi/2) s^2 / n``, ``s`` the robust spread (as before 2026-12).
+    """
+    x = np.asarray(log_repeats, dtype=float)
+    n = x.size
+    if n < 2:
+        return 0.0
+    if how == "median":
+        return (math.pi / 2.0) * stats.robust_spread(x) ** 2 / n
+    draws = np.sort(x[np.random.default_rng(n).integers(0, n, (BOOTSTRAP, n))], axis=1)
+    return float(np.var(np.mean(draws[:, :max(1, n // 2)], axis=1)))
+
+
+def mode_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequence[float], how: str,
+                 min_cases: int) -> np.ndarray:
+    """Each case's share of its run's suite-wide shift (log), from the cases' deviations DEVS.
+
+    EXPS are the cases' clock exponents, LOG_US their log durations. ``median``:
+    compare's common mode. ``affine``: the Huber fit of ``a`` (+ ``c*exponent``
+    when the suite has >= 4 compute- and 4 memory-bound cases) (+ ``b/us`` when
+    it has ``min_cases`` cases under :data:`SHORT_US` and durations over a factor
+    3). Fewer than ``min_cases`` cases: no shift.
+    """
+    d = np.asarray(devs, dtype=float)
+    if how == "median":
+        cm = stats.common_mode(d, exps, min_cases=min_cases)
+        return np.asarray([cm.at(e) if cm.method != "none" else 0.0 for e in exps])
+    if d.size < min_cases:
+        return np.zeros(d.size)
+    e = np.asarray(exps, dtype=float)
+    inv = np.exp(-np.asarray(log_us, dtype=float))
+    cols = [np.ones(d.size)]
+    if np.sum(e >= 0.9) >= 4 and np.sum(e <= 0.1) >= 4:
+        cols.append(e)
+    if np.sum(inv >= 1.0 / SHORT_US) >= min_cases and inv.max() >= 3.0 * inv.min():
+        cols.append(inv / inv.max())
+    return huber_fit(np.column_stack(cols), d)
+
+
+def huber_fit(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) -> np.ndarray:
+    """Fitted values of a Huber regression of Y on the columns of X (IRLS from the median of Y).
+
+    The first column must be the intercept. A few cases that really moved get
+    weight ~c*sd/|residual|, so they cannot pull the fit far.
+    """
+    beta = np.zeros(x.shape[1])
+    beta[0] = float(np.median(y))
+    for _ in range(rounds):
+        r = y - x @ beta
+        sd = 1.4826 * float(np.median(np.abs(r - np.median(r))))
+        if sd <= 1e-12:
+            break
+        w = np.minimum(1.0, c * sd / np.maximum(np.abs(r), 1e-300))
+        sw = np.sqrt(w)
+        new = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
+        done = float(np.max(np.abs(new - beta))) < 1e-10
+        beta = new
+        if done:
+            break
+    return x @ beta
