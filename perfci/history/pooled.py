@@ -13,12 +13,18 @@ spread is *measured*, and the floor's job is done by an interval.
 
 How a case is judged (log time)
 -------------------------------
-1. **Nights.** For each of the case's last K ok runs: the median of its repeats
-   ``m_i`` and that median's own variance ``v_i ~ (pi/2) s_i^2 / n_i`` (``s_i`` the
-   robust spread of the repeats). A night whose repeats scattered (robust spread
+1. **Nights.** For each of the case's last K ok runs: its level ``m_i``, the
+   mean of the fastest half of its repeats, and that level's own variance
+   ``v_i`` from a seeded bootstrap of the repeats (:mod:`perfci.history.nights`
+   says why not the median). A night whose repeats scattered (robust spread
    >= 5% and >= 3x the case's typical night) is left out: it was disturbed, as
    in compare.
-2. **Between-night variance, moderated.** ``s^2``, the sample variance of the
+2. **Each history night's suite-wide shift is taken out** of its cases' levels:
+   ``a + c*exponent + b/us`` fitted robustly over the suite (Huber): a night
+   whose clocks ran lower moves every compute-bound case together, one whose
+   launches ran faster every short case by about the same time; neither is a
+   case's own noise.
+3. **Between-night variance, moderated.** ``s^2``, the sample variance of the
    ``m_i`` (K-1 degrees of freedom), is shrunk towards a prior ``s0^2``: with
    K = 3 a variance from 2 degrees of freedom alone is too unsteady to test 80
    cases with. The prior is estimated from the suite itself, empirical-Bayes
@@ -27,25 +33,23 @@ How a case is judged (log time)
    prior's weight ``d0``. The moderated ``s~^2 = (d0 s0^2 + (K-1) s^2) / (d0 + K-1)``
    has ``d0 + K-1`` degrees of freedom. With fewer than 8 cases to learn from,
    the prior is the noise profile's floor read as a spread, worth 2 nights.
-   Before that, each history night's suite-wide shift (its common mode, as
-   compare estimates it) is taken out of its cases' medians: a night whose
-   clocks ran lower moves every compute-bound case together, which is not
-   each case's own noise.
-3. **Tonight.** ``est = m_0 - mean(m_i) - common mode``, judged with a
-   prediction interval: ``se^2 = s~^2 (1 + 1/K) + max(0, v_0 - mean(v_i))``: the
-   night-to-night spread of the center and of tonight, plus whatever tonight's
-   repeats scattered beyond a usual night's. t distribution, two-sided p;
-   Benjamini-Hochberg across the suite. The common mode is tonight's suite-wide
-   shift (medians, split compute/memory-bound), removed and reported on its own
-   line as compare does.
-4. **Verdicts.** ``regressed``: q <= alpha and the whole interval above +floor,
-   the floor being ``--min-effect``, or 1% plus the profile's ``floor_us`` as a
-   share of the case's time (short kernels jump by a fraction of a microsecond
-   between processes: on the H200 cuBLAS's 7 us GEMMs moved 7% in one process
-   of five); ``improved`` mirrors it; ``unchanged``:
-   the interval inside +-(the profile's floor): nothing as large as a one-run
-   compare could see; ``inconclusive`` otherwise. A scattered tonight is never
-   ``regressed``.
+   It is never taken below ``mean(v_i)``: a level cannot be steadier from
+   night to night than its own repeats let it be (on the H200 a cuBLAS GEMM's
+   repeats mix two speeds 6% apart on three nights and sit all on the slow one
+   on two; three tight mixed nights said nothing of that).
+4. **Tonight.** ``est = m_0 - mean(m_i) - shift_0``, tonight's suite-wide shift
+   fitted as in 2, judged with a prediction interval:
+   ``se^2 = s~^2 (1 + 1/K) + max(0, v_0 - mean(v_i))``: the night-to-night spread
+   of the center and of tonight, plus whatever tonight's repeats scattered
+   beyond a usual night's. t distribution, two-sided p; Benjamini-Hochberg
+   across the suite. Compare's common mode of tonight (medians, split
+   compute/memory-bound) is reported on its own line, as compare does.
+5. **Verdicts.** ``regressed``: q <= alpha and the whole interval above +floor,
+   the floor being ``--min-effect``, or 1% (``absolute_floor`` adds the
+   profile's ``floor_us`` as a share of the case's time, as compare does);
+   ``improved`` mirrors it; ``unchanged``: the interval inside +-(the profile's
+   floor): nothing as large as a one-run compare could see; ``inconclusive``
+   otherwise. A scattered tonight is never ``regressed``.
 
 Everything is in time: device clocks of different processes are not compared
 (on the H200, four nights' device clocks carried a per-process factor of up to
@@ -66,6 +70,7 @@ from perfci import stats
 from perfci.compare.comparison import (SEVERITY, CaseComparison, CompareOptions, Comparison, SuiteShift,
                                        summarize)
 from perfci.compare.noise import NoiseProfile, clock_exponent
+from perfci.history.nights import level_var, mode_offsets, night_level
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
 
 DEFAULT_NIGHTS = 5
@@ -82,14 +87,18 @@ class PooledOptions:
     profile_prior_nights: float = 2.0  # d0 when the prior comes from the profile
     min_prior_cases: int = 8  # cases needed to learn the prior from the suite
     max_prior_nights: float = 1e4  # cap on the prior's weight d0
-    # Short kernels move by a fixed fraction of a microsecond between processes (cuBLAS picks
-    # per process): add the profile's floor_us / base time to the floor, as compare does.
-    absolute_floor: bool = True
+    # Add the profile's floor_us / base time to the floor, as compare does. Off: the affine
+    # common mode takes out a run's shift by a fixed time, the level's own variance bounds a
+    # case's, and with it on a 3% change of a 7-15 us kernel can never be called (floor 2.3-3.7%).
+    absolute_floor: bool = False
     night_common_mode: bool = True  # take each history night's suite-wide shift out
     excess_over: str = "mean"  # tonight's scatter counts beyond the nights' mean | max | off
     min_night_mode_cases: int = 6
     disturbed_spread_pct: float = 5.0
     disturbed_ratio: float = 3.0
+    level: str = "fast"  # a night's value: fast (mean of the fastest half of its repeats) | median
+    mode: str = "affine"  # a run's suite-wide shift: affine (a + c*exponent + b/us, Huber) | median
+    within_floor: bool = True  # between-night variance >= the nights' own (bootstrap) level variance
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,8 @@ class NightPool:
     """One case's last K nights, reduced to what the test needs (log scale)."""
 
     row: ResultRow  # the case's newest ok row in the history
-    medians: tuple[float, ...]  # log median of each night used, less that night's common mode
-    within: tuple[float, ...]  # variance of each of those medians
+    medians: tuple[float, ...]  # log level of each night used, less that night's common mode
+    within: tuple[float, ...]  # variance of each of those levels from the night's own repeats
     spreads: tuple[float, ...]  # robust spread of each night's repeats
     left_out: int  # disturbed nights not used
     runs: tuple[int, ...] = ()  # the run (index into the history) of each night used
@@ -141,10 +150,6 @@ def _log_repeats(row: ResultRow) -> np.ndarray:
     return np.log(np.asarray(values, dtype=float))
 
 
-def _median_var(logs: np.ndarray) -> float:
-    return (math.pi / 2.0) * stats.robust_spread(logs) ** 2 / max(1, logs.size)
-
-
 def _disturbed(spread: float, typical: float, opts: PooledOptions) -> bool:
     return spread >= opts.disturbed_spread_pct / 100.0 and spread >= opts.disturbed_ratio * typical
 
@@ -160,8 +165,8 @@ def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> Nigh
     if sum(keep) < opts.min_nights:
         keep = [True] * len(rows)
     used = [i for i, k in enumerate(keep) if k]
-    return NightPool(rows[used[-1]], tuple(float(np.median(logs[i])) for i in used),
-                     tuple(_median_var(logs[i]) for i in used), tuple(spreads[i] for i in used),
+    return NightPool(rows[used[-1]], tuple(night_level(logs[i], opts.level) for i in used),
+                     tuple(level_var(logs[i], opts.level) for i in used), tuple(spreads[i] for i in used),
                      len(rows) - len(used), tuple(indexed[i][0] for i in used))
 
 
@@ -226,27 +231,30 @@ def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfil
 
 
 def _remove_night_modes(pools: dict, arch: str, opts: PooledOptions) -> dict:
-    """Take each night's suite-wide shift out of its cases' medians.
+    """Take each night's suite-wide shift out of its cases' levels.
 
     A night whose clocks ran a little lower moves every compute-bound case
-    together; left in, that shift would count as every case's own noise. Each
-    run's common mode (as compare estimates it: medians, split compute- and
-    memory-bound) of its cases' deviations from their centers is removed, twice,
-    since the centers move with it.
+    together, and one whose launches ran faster every short case; left in, that
+    shift would count as every case's own noise. Each run's shift (``opts.mode``:
+    :func:`perfci.history.nights.mode_offsets`) of its cases' deviations from
+    their centers is removed, twice, since the centers move with it.
     """
     exps = {key: _exponent(p.row, arch) for key, p in pools.items()}
     raw = {key: np.asarray(p.medians) for key, p in pools.items()}
     adj = dict(raw)
     for _ in range(2):
         centers = {key: float(np.mean(v)) for key, v in adj.items()}
-        devs: dict[int, list[tuple[float, float]]] = {}
+        devs: dict[int, list[tuple[tuple, float, float, float]]] = {}
         for key, p in pools.items():
             for run, m in zip(p.runs, raw[key]):
-                devs.setdefault(run, []).append((m - centers[key], exps[key]))
-        modes = {run: stats.common_mode([d for d, _ in v], [e for _, e in v], min_cases=opts.min_night_mode_cases)
-                 for run, v in devs.items()}
-        adj = {key: raw[key] - np.asarray([modes[r].at(exps[key]) if modes[r].method != "none" else 0.0
-                                           for r in p.runs]) for key, p in pools.items()}
+                devs.setdefault(run, []).append((key, m - centers[key], exps[key], centers[key]))
+        offsets: dict[tuple, dict[int, float]] = {}
+        for run, v in devs.items():
+            off = mode_offsets([d for _, d, _, _ in v], [e for _, _, e, _ in v], [c for _, _, _, c in v],
+                               opts.mode, opts.min_night_mode_cases)
+            for (key, _, _, _), o in zip(v, off):
+                offsets.setdefault(key, {})[run] = float(o)
+        adj = {key: raw[key] - np.asarray([offsets[key][r] for r in p.runs]) for key, p in pools.items()}
     return {key: replace(p, medians=tuple(float(x) for x in adj[key])) for key, p in pools.items()}
 
 
@@ -303,21 +311,27 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         cases.append(_plain(baseline.last_status[key], "removed", "in the suite's last run, not in cur",
                             side="base"))
 
-    raw = [float(np.median(_log_repeats(r))) - p.center for r, p in candidates]
+    raw = [night_level(_log_repeats(r), popts.level) - p.center for r, p in candidates]
     exps = [_exponent(r, arch) for r, _ in candidates]
     cm = (stats.common_mode(raw, exps, min_cases=opts.min_common_mode_cases) if opts.common_mode and raw
           else stats.CommonMode(n_cases=len(raw), method="none"))
+    if opts.common_mode and raw:
+        offsets = mode_offsets(raw, exps, [p.center for _, p in candidates], popts.mode,
+                               opts.min_common_mode_cases)
+    else:
+        offsets = np.zeros(len(raw))
     tested = []
-    for (row, pool), shift, e in zip(candidates, raw, exps):
+    for (row, pool), shift, e, offset in zip(candidates, raw, exps, offsets):
         logs = _log_repeats(row)
         d = pool.k - 1
         s0 = baseline.prior.s0sq(math.exp(pool.center))
         d0 = baseline.prior.d0
         s2 = s0 if math.isinf(d0) else (d0 * s0 + d * pool.var) / (d0 + d)
-        excess = max(0.0, _median_var(logs) - _usual(pool.within, popts.excess_over))
+        if popts.within_floor:  # a level cannot move less between nights than its own repeats let it
+            s2 = max(s2, float(np.mean(pool.within)))
+        excess = max(0.0, level_var(logs, popts.level) - _usual(pool.within, popts.excess_over))
         se = math.sqrt(max(s2, 1e-8) * (1.0 + 1.0 / pool.k) + excess)
-        offset = cm.at(e) if cm.method != "none" else 0.0
-        tested.append(_Tested(pool, row, shift - offset, se, d0 + d, math.sqrt(s2),
+        tested.append(_Tested(pool, row, shift - float(offset), se, d0 + d, math.sqrt(s2),
                               stats.robust_spread(logs), e))
     p_values = [float(v) for v in 2.0 * sps.t.sf(np.abs([t.est / t.se for t in tested]),
                                                   [t.df for t in tested])] if tested else []
@@ -420,8 +434,10 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
                      f"(moderated) median {np.median(spreads):.2f}%, range {min(spreads):.2f}-{max(spreads):.2f}%")
         pr = baseline.prior
         weight = "every case alike" if math.isinf(pr.d0) or pr.d0 >= 1e4 else f"worth {pr.d0:.1f} nights"
-        notes.append(f"spread prior from the {pr.source} ({weight}); a case's interval adds the spread of "
-                     f"the nights' mean and of tonight, and any scatter of tonight's repeats beyond a usual night's")
+        level = "the mean of its fastest half of repeats" if popts.level == "fast" else "its median"
+        notes.append(f"a night's value: {level}; spread prior from the {pr.source} ({weight}); a case's "
+                     f"interval adds the spread of the nights' mean and of tonight, and any scatter of tonight's "
+                     f"repeats beyond a usual night's")
     left = sum(t.pool.left_out for t in tested)
     if left:
         notes.append(f"{left} disturbed night(s) (repeats scattered >= {popts.disturbed_spread_pct:g}%) left "
@@ -432,7 +448,9 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
                 f"common mode (in time): every case {suite.overall_pct:+.1f}%")
         if suite.verdict == "inconclusive":
             line += " -- the suite moved as a whole tonight: clocks, driver or a shared change?"
-        notes.append(line + "; cases are judged on their residual from it")
+        how = ("from tonight's shift fitted per case (a + b/us, robust: short kernels move by a fixed time)"
+               if popts.mode == "affine" else "from it")
+        notes.append(f"{line}; cases are judged on their residual {how}")
     absolute = popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us
     notes.append(f"regressed/improved: q <= {opts.alpha:g} and the interval beyond ±{100 * math.expm1(floor):.1f}%"
                  + (" (--min-effect)" if opts.min_effect_pct is not None else "")

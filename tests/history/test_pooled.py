@@ -10,8 +10,8 @@ from perfci.compare import CompareOptions
 from perfci.compare.noise import profile_for_arch
 from perfci.history import store
 from perfci.history.pooled import PooledOptions, build_baseline, fit_prior, judge
-from perfci.results import read_results
-from tests.history.synth import write_night
+from perfci.results import COLUMNS, read_results, render_rows_csv
+from tests.history.synth import night_rows, write_night
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = ("matmul_tiled", "4096x6144x768", "bf16")  # ~74 us
@@ -109,3 +109,32 @@ def test_the_prior_comes_from_the_profile_when_the_suite_is_too_small(five):
     cur = read_results(write_night(five / "pure.csv", 13))
     a = judge(b, cur, "decode", "sm_90", profile, CompareOptions())
     assert a == judge(b, cur, "decode", "sm_90", profile, CompareOptions())
+
+
+def _mixed_night(path, night, slow_only):
+    """A night whose SLOW case mixes two speeds 6% apart (3 fast, 4 slow), or runs all slow."""
+    rows = night_rows(night)
+    for r in rows:
+        if (r["kernel"], r["shape"], r["dtype"]) == SLOW:
+            level = float(r["median_us"])
+            speeds = [1.06] * 7 if slow_only else [1.0, 1.06, 1.0, 1.06, 1.06, 1.0, 1.06]
+            reps = [level * s * (1 + 0.0005 * i) for i, s in enumerate(speeds)]
+            r["repeats_us"] = ";".join(f"{x:.4f}" for x in reps)
+            r["median_us"] = f"{sorted(reps)[3]:.4f}"
+    path.write_text(render_rows_csv([{c: r.get(c, "") for c in COLUMNS} for r in rows]))
+    return read_results(path)
+
+
+def test_a_case_whose_nights_mix_two_speeds_is_not_regressed_when_tonight_has_only_the_slow_one(tmp_path):
+    # Three tight mixed nights say nothing of a night without the fast speed; the nights' own
+    # repeats do (on the H200: cuBLAS 8192x6144x4096, all slow on two nights of five).
+    nights = [("decode", _mixed_night(tmp_path / f"m{i}.csv", i, False)) for i in range(3)]
+    tonight = _mixed_night(tmp_path / "cur.csv", 7, True)
+    profile = profile_for_arch("sm_90")
+    verdicts = {}
+    for floor in (True, False):
+        popts = PooledOptions(within_floor=floor)
+        b = build_baseline(nights, profile, popts, "sm_90")
+        out = judge(b, tonight, "decode", "sm_90", profile, CompareOptions(), popts)
+        verdicts[floor] = next(c for c in out.cases if c.key == SLOW).verdict
+    assert verdicts == {True: "inconclusive", False: "regressed"}
