@@ -7,11 +7,13 @@ Each subcommand lives in its own module, which exposes ``add_parser(subparsers)`
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import traceback
 
 from perfci import __version__
-from perfci.errors import EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
+from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError, internal_error_line
 
 EPILOG = """\
 exit codes:
@@ -19,7 +21,9 @@ exit codes:
   1  run: a case failed its check, crashed or timed out; compare: a case regressed or broke;
      confirm: a confirmed regression
   2  bad input or usage: one line naming the file, row and column
-  3  compare/confirm --strict: something was inconclusive; bisect: no real GOOD/BAD difference
+  3  compare/confirm/nightly --strict: something was inconclusive; bisect: no real GOOD/BAD difference
+  4  internal error (a bug in perfci, never 1: a crash is not a regression); PERFCI_DEBUG=1 shows
+     the traceback
   130 interrupted (run keeps what it measured; bisect restores your tree)
 
 examples:
@@ -31,6 +35,7 @@ examples:
   perfci compile prefill --arch gfx942,gfx950,sm_90      # cross-compile: registers, spills, LDS
   perfci bisect v1.2 HEAD --csv-column median_us --case 'gemv,1x1024x6144,bf16' \\
       -- perfci run decode --filter kernel=gemv --out r.csv
+  perfci nightly decode --history perf-history/h200 --out nightly/    # the whole night, one command
 """
 
 
@@ -49,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     from perfci.history import cli as history_cli
     from perfci.measure import cli as run_cli
     from perfci.merge import cli as merge_cli
+    from perfci.nightly import cli as nightly_cli
 
     parser = _Parser(
         prog="perfci",
@@ -58,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfci {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli, compile_cli):
+    for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli, compile_cli,
+                   nightly_cli):
         module.add_parser(sub)
     return parser
 
@@ -91,6 +98,13 @@ def main(argv: list[str] | None = None, **seams: object) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except Exception as err:  # a bug: one line and a code of its own, never 1 ("regressed")
+        debug = os.environ.get("PERFCI_DEBUG", "") == "1"
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else " (PERFCI_DEBUG=1 shows the traceback)"
+        print(f"perfci: internal error: {internal_error_line(err)}{hint}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def _raise_interrupt(signum, frame):  # noqa: ARG001

@@ -1,0 +1,7 @@
+"""``perfci nightly``: one night of CI as one command (run or merge, judge, confirm, bisect, report, record).
+
+:mod:`perfci.nightly.core` decides (plain data in, frozen verdicts out);
+:mod:`perfci.nightly.stages` and :mod:`perfci.nightly.children` do the IO;
+:mod:`perfci.nightly.night` runs the stages in order; :mod:`perfci.nightly.render`
+writes summary.md, issue.md and verdict.json. See docs/nightly.md.
+"""

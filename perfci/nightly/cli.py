@@ -1,0 +1,110 @@
+"""``perfci nightly SUITE --out DIR``: the whole night as one command; arguments in, exit code out."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from perfci.args import at_least
+from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
+
+DESCRIPTION = """\
+One night of CI in one command, each stage's outcome in DIR/verdict.json:
+
+  1 tonight   --shards GLOB: merge the shard CSVs (perfci merge); --run CSV: take
+              it; neither: measure SUITE (perfci run). Written to DIR/run.csv.
+  2 baseline  judge tonight (perfci compare) against the --history store's last
+              --nights nights of this suite (2+ nights: pooled); else against
+              --baseline; else against the store's one night; else this is the
+              first night: recorded, nothing judged.
+  3 gate      red: a case failed, errored or timed out; a baseline case is
+              missing tonight (unless --allow-missing); nothing measured.
+  4 confirm   the cases compare called regressed or inconclusive, measured again
+              (perfci confirm --suite, interleaved rounds) at the baseline's
+              commit and tonight's, in --repo. Skipped, saying why, when the
+              baseline names no usable commit: a compare `regressed` then stays red.
+  5 bisect    a confirmed regression's worst case, between those commits
+              (perfci bisect --jobs N); the culprit's sha, subject and diffstat.
+  6 history   tonight appended to --history (created on the first night).
+  7 report    DIR/summary.md (for $GITHUB_STEP_SUMMARY), DIR/issue.md (an issue
+              body), DIR/verdict.json, forest.png and trends/*.png.
+
+exit codes:
+  0  clean (compare's flag shown to be noise by confirm counts as clean)
+  1  a regression (confirmed where confirm ran), a broken or missing case, or nothing measured
+  2  bad input: tonight's results or the baseline cannot be used (one line)
+  3  --strict: something stayed undecided
+  4  internal error: a stage crashed (never 1); the reports are still written
+  130 interrupted
+"""
+EXAMPLES = """\
+examples:
+  perfci nightly decode --out nightly/ --history perf-history/h200 --baseline baselines/h200/decode.csv
+  perfci nightly decode --shards 'shards/decode/shard-*.csv' --history perf-history/gfx942 --out n/ --jobs 2
+  perfci nightly smoke --device cpu --out n/ --confirm-args '--min-rounds 3 --max-rounds 5'
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "nightly", help="the whole night: run or merge, judge, confirm, bisect, report, record",
+        description=DESCRIPTION, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("suite", metavar="SUITE", help="built-in suite (smoke, decode, prefill) or a .toml path")
+    p.add_argument("--out", "-o", metavar="DIR", required=True, help="where the night's files go")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--shards", metavar="GLOB", help="tonight's results: the shard CSVs of `perfci run "
+                                                       "--shard I/N`, merged (quote the glob)")
+    src.add_argument("--run", metavar="RUN.csv", help="tonight's results: a results CSV already measured")
+    p.add_argument("--history", metavar="STORE", help="a perfci history store of this device (created on "
+                                                      "the first night): judged against, then appended to")
+    p.add_argument("--baseline", metavar="BASE.csv", help="a committed baseline, used while the store has "
+                                                          "fewer than 2 nights of the suite")
+    p.add_argument("--nights", type=at_least(2, "pooling needs at least 2 nights"), default=5, metavar="K",
+                   help="pool the store's last K nights (default 5)")
+    p.add_argument("--jobs", type=at_least(1, "give at least 1"), default=1, metavar="N",
+                   help="bisect N commits at a time, one GPU each (default 1)")
+    p.add_argument("--repo", default=".", metavar="PATH",
+                   help="the git checkout confirm and bisect measure commits of (default: the current one)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="a baseline case missing tonight is a warning, not red")
+    p.add_argument("--strict", action="store_true", help="exit 3 when a case stays undecided")
+    p.add_argument("--no-bisect", action="store_true", help="stop after confirm")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                   help="for perfci run, confirm and bisect's bench (default auto)")
+    p.add_argument("--confirm-args", metavar="ARGS",
+                   help="more options for perfci confirm, e.g. '--min-rounds 3 --max-rounds 10 --repeats 5'")
+    p.add_argument("--bisect-args", metavar="ARGS",
+                   help="more options for perfci bisect, e.g. '--repeats 5 --max-repeats 10'")
+    p.add_argument("--bench-args", metavar="ARGS",
+                   help="more options for the perfci run that bisect measures each commit with, e.g. '--repeats 3'")
+    # fault: called with each stage's name as it starts (the tests' seam, no option)
+    p.set_defaults(handler=main, fault=None)
+
+
+def main(args: argparse.Namespace) -> int:
+    from perfci.nightly.night import run_night
+    from perfci.nightly.stages import NightConfig, split_args
+
+    if args.history is not None and Path(args.history).exists() and not Path(args.history).is_dir():
+        raise PerfciError(f"--history {args.history}: not a directory (a history store is one)")
+    cfg = NightConfig(
+        suite=args.suite, out=Path(args.out), shards=args.shards, run=args.run, history=args.history,
+        baseline=args.baseline, nights=args.nights, jobs=args.jobs, repo=Path(args.repo),
+        allow_missing=args.allow_missing, strict=args.strict, bisect=not args.no_bisect, device=args.device,
+        confirm_args=split_args(args.confirm_args, "--confirm-args"),
+        bisect_args=split_args(args.bisect_args, "--bisect-args"),
+        bench_args=split_args(args.bench_args, "--bench-args"))
+    if cfg.out.exists() and not cfg.out.is_dir():
+        raise PerfciError(f"--out {cfg.out}: not a directory")
+    outcome, decision = run_night(cfg, args.fault)
+    if decision.exit_code == EXIT_USAGE:
+        raise PerfciError(f"{decision.headline} (see {cfg.out / 'summary.md'})")
+    if decision.exit_code == EXIT_INTERNAL:
+        print(f"perfci: internal error: {decision.headline} (see {cfg.out / 'verdict.json'})", file=sys.stderr)
+        return EXIT_INTERNAL
+    if decision.exit_code == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    print(f"perfci nightly {outcome.suite} on {outcome.device}: exit {decision.exit_code}: {decision.headline}")
+    for warning in decision.warnings:
+        print(f"  warning: {warning}")
+    return decision.exit_code

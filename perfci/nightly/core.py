@@ -1,0 +1,353 @@
+"""What a night means: plain data in, a frozen :class:`Decision` out. No files, no processes.
+
+The stages (:mod:`perfci.nightly.stages`) gather an :class:`Outcome`: each
+stage's status, tonight's case statuses, compare's verdicts, confirm's, the
+culprit. :func:`decide` turns it into the exit code and the verdict line, with
+one vocabulary for every night:
+
+====  ==================================================================
+exit  meaning
+====  ==================================================================
+0     clean (also: compare's flag was noise, as confirm showed; or an
+      undecided case without ``--strict``, with a warning)
+1     red: a regression (confirmed where confirm ran; a compare
+      ``regressed`` that could not be confirmed stays red), a case that
+      failed, errored or timed out, a baseline case missing tonight
+      (unless ``--allow-missing``), or nothing measured
+2     bad input: tonight's results or the baseline could not be used
+      (nothing is judged); or, on a night that is otherwise not red, a
+      later stage refused its input
+3     undecided under ``--strict``
+4     internal error: a stage crashed (never 1: a crash is not a regression)
+130   interrupted
+====  ==================================================================
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
+                           EXIT_USAGE)
+
+STAGES = ("tonight", "baseline", "gate", "confirm", "bisect", "history", "report")
+INPUT_STAGES = ("tonight", "baseline")  # without them nothing can be judged
+OK, SKIPPED, FAILED = "ok", "skipped", "failed"
+INPUT, INTERNAL, INTERRUPTED = "input", "internal", "interrupted"  # why a stage failed
+BROKEN_STATUSES = ("fail", "error", "timeout")
+CONFIRMED_VERDICTS = ("regressed", "inconclusive")  # compare verdicts that confirm measures again
+TESTED_VERDICTS = ("regressed", "inconclusive", "improved", "unchanged")  # ok on both sides
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage's outcome, as verdict.json records it."""
+
+    name: str
+    status: str  # ok | skipped | failed
+    detail: str = ""
+    seconds: float = 0.0
+    error: str = ""  # failed only: input | internal | interrupted
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail,
+                "seconds": round(self.seconds, 1), "error": self.error or None}
+
+
+@dataclass(frozen=True)
+class Judged:
+    """compare's verdict on one case (one run or pooled nights against tonight)."""
+
+    kernel: str
+    shape: str
+    dtype: str
+    verdict: str
+    reason: str = ""
+    base_us: float | None = None
+    cur_us: float | None = None
+    ratio: float | None = None  # judged cur/base (adjusted where compare adjusts), > 1 slower
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.kernel, self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """confirm's verdict on one flagged case: interleaved rounds of GOOD and tonight."""
+
+    kernel: str
+    shape: str
+    dtype: str
+    verdict: str  # regressed | improved | unchanged | inconclusive
+    reason: str = ""
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    rounds: int = 0
+
+    @property
+    def key(self) -> Key:
+        return (self.kernel, self.shape, self.dtype)
+
+
+@dataclass(frozen=True)
+class Culprit:
+    sha: str
+    subject: str
+    diffstat: str = ""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Tonight's red flags that need no statistics."""
+
+    broken: tuple[tuple[Key, str], ...]  # (case, status) of every fail/error/timeout
+    missing: tuple[Key, ...]  # baseline cases absent tonight
+    nothing_measured: bool
+    allow_missing: bool
+
+    @property
+    def red(self) -> bool:
+        return bool(self.broken) or (bool(self.missing) and not self.allow_missing) or self.nothing_measured
+
+    def reasons(self) -> list[str]:
+        out = []
+        if self.nothing_measured:
+            out.append("nothing measured (no case ended ok)")
+        if self.broken:
+            out.append(f"{len(self.broken)} case(s) broken ({_cases([k for k, _ in self.broken], 3)}: "
+                       f"{', '.join(sorted({s for _, s in self.broken}))})")
+        if self.missing and not self.allow_missing:
+            out.append(f"{len(self.missing)} baseline case(s) missing tonight ({_cases(self.missing, 3)})")
+        return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything a night found out; what :func:`decide` and the renderers read."""
+
+    suite: str = ""
+    device: str = ""  # "NVIDIA H200 (sm_90)"
+    arch: str = ""
+    sha: str = ""  # tonight's commit
+    good_sha: str = ""  # what confirm and bisect compared tonight with
+    stages: tuple[Stage, ...] = ()
+    tonight: tuple[tuple[Key, str], ...] = ()  # (case, status) of tonight's run
+    first_night: bool = False
+    baseline: str = ""  # what tonight was judged against, in words
+    cases: tuple[Judged, ...] | None = None  # None: compare did not run
+    compare_suite: str = "n/a"  # compare's suite-wide verdict
+    compare_notes: tuple[str, ...] = ()
+    flagged: tuple[Key, ...] = ()
+    confirmed: tuple[Confirmed, ...] | None = None  # None: confirm did not run
+    confirm_suite: str = "n/a"
+    culprit: Culprit | None = None
+    history_appended: bool = False
+    allow_missing: bool = False
+    strict: bool = False
+    notes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # plots and reports written into DIR (names relative to it)
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    exit_code: int
+    confirmed_regression: bool
+    headline: str
+    warnings: tuple[str, ...] = ()
+    gate: Gate | None = None
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def gate(tonight: Sequence[tuple[Key, str]], cases: Sequence[Judged] | None, allow_missing: bool) -> Gate:
+    broken = tuple((k, s) for k, s in tonight if s in BROKEN_STATUSES)
+    missing = tuple(c.key for c in cases or () if c.verdict == "removed")
+    measured = any(s == "ok" for _, s in tonight)
+    return Gate(broken, missing, not measured, allow_missing)
+
+
+def flagged(cases: Sequence[Judged], suite_verdict: str = "n/a") -> tuple[Key, ...]:
+    """The cases confirm measures again: those compare did not call unchanged (and could judge).
+
+    ``improved`` is not confirmed (it cannot fail the gate). A suite-wide
+    regression flags every case judged on both sides: confirm takes the suite's
+    shift out of its cases and judges it on its own.
+    """
+    wanted = TESTED_VERDICTS if suite_verdict == "regressed" else CONFIRMED_VERDICTS
+    return tuple(c.key for c in cases if c.verdict in wanted)
+
+
+def baseline_plan(store_nights: int, has_baseline_csv: bool) -> str:
+    """What tonight is judged against.
+
+    ``pooled``: 2+ nights of this suite in the store (pooling needs 2);
+    ``csv``: the committed --baseline; ``night``: the store's one night, as a
+    one-run baseline; ``first``: nothing yet.
+    """
+    if store_nights >= 2:
+        return "pooled"
+    if has_baseline_csv:
+        return "csv"
+    return "night" if store_nights == 1 else "first"
+
+
+def strip_dirty(sha: str) -> str:
+    return sha[: -len("-dirty")] if sha.endswith("-dirty") else sha
+
+
+def good_sha_problem(good: str, tonight: str, good_known: bool, tonight_known: bool) -> str:
+    """Why GOOD and tonight's commits cannot be measured against each other ("" when they can)."""
+    if not good:
+        return "the baseline names no commit (empty git_sha)"
+    if not tonight:
+        return "tonight's commit is unknown"
+    if not good_known:
+        return f"the baseline's commit {good[:12]} is not in the repository"
+    if not tonight_known:
+        return f"tonight's commit {tonight[:12]} is not in the repository"
+    if strip_dirty(good) == strip_dirty(tonight):
+        return f"the baseline was measured at tonight's commit {good[:12]}: nothing to measure against"
+    return ""
+
+
+def worst(confirmed: Sequence[Confirmed]) -> Confirmed | None:
+    """The confirmed regression to bisect: the largest slowdown."""
+    slow = [c for c in confirmed if c.verdict == "regressed"]
+    if not slow:
+        return None
+    return max(slow, key=lambda c: (c.ratio or 0.0, c.key))
+
+
+def _cases(keys: Sequence[Key], limit: int) -> str:
+    names = [" ".join(k) for k in keys[:limit]]
+    return ", ".join(names) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def _pct(ratio: float | None) -> str:
+    return "" if ratio is None else f"{100.0 * (ratio - 1.0):+.1f}%"
+
+
+# --------------------------------------------------------------------------- the decision
+
+
+def decide(o: Outcome) -> Decision:
+    """The exit code, whether a regression was confirmed, the verdict line and the warnings."""
+    failed = [s for s in o.stages if s.status == FAILED]
+    for kind, code, words in ((INTERRUPTED, EXIT_INTERRUPTED, "was interrupted"),
+                              (INTERNAL, EXIT_INTERNAL, "crashed")):
+        hit = next((s for s in failed if s.error == kind), None)
+        if hit is not None:
+            return Decision(code, False, f"stage {hit.name} {words}: {hit.detail}", _later_failures(failed, hit))
+    early = next((s for s in failed if s.name in INPUT_STAGES), None)
+    if early is not None:
+        return Decision(EXIT_USAGE, False, f"bad input in stage {early.name}: {early.detail}")
+
+    g = gate(o.tonight, o.cases, o.allow_missing)
+    warnings: list[str] = []
+    cases = o.cases or ()
+    compare_regressed = [c for c in cases if c.verdict == "regressed"]
+    suite_regressed = o.compare_suite == "regressed"
+    red: list[str] = []
+    confirmed_regression = False
+    if o.confirmed is not None:
+        slow = [c for c in o.confirmed if c.verdict == "regressed"]
+        undecided = [c.key for c in o.confirmed if c.verdict == "inconclusive"]
+        confirmed_regression = bool(slow) or o.confirm_suite == "regressed"
+        if confirmed_regression:
+            top = worst(o.confirmed)
+            what = f"{' '.join(top.key)} {_pct(top.ratio)}" if top else "the suite as a whole"
+            extra = f" and {len(slow) - 1} more" if len(slow) > 1 else ""
+            culprit = f"; culprit {o.culprit.sha[:12]} {o.culprit.subject!r}" if o.culprit else ""
+            red.append(f"regression confirmed: {what}{extra}{culprit}")
+        else:
+            cleared = [c.key for c in o.confirmed if c.verdict in ("unchanged", "improved")]
+            if cleared:
+                warnings.append(f"compare flagged {_cases(cleared, 3)}; confirm measured "
+                                f"{'it' if len(cleared) == 1 else 'them'} against {o.good_sha[:12]} and "
+                                f"found no slowdown: compare's flag was noise")
+    else:
+        undecided = [c.key for c in cases if c.verdict == "inconclusive"]
+        if compare_regressed or suite_regressed:
+            why = _skip_reason(o)
+            what = _cases([c.key for c in compare_regressed], 3) if compare_regressed else "the suite as a whole"
+            red.append(f"regression (compare; not confirmed: {why}): {what}")
+    if o.compare_suite == "inconclusive" and o.confirm_suite not in ("regressed", "improved", "unchanged"):
+        undecided = [*undecided, ("suite-wide shift", "", "")]
+    red.extend(g.reasons())
+    if g.missing and g.allow_missing:
+        warnings.append(f"{len(g.missing)} baseline case(s) missing tonight, allowed by --allow-missing "
+                        f"({_cases(g.missing, 3)})")
+    later = [s for s in failed if s.name not in INPUT_STAGES]
+    if red:
+        warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later)
+        return Decision(EXIT_REGRESSION, confirmed_regression, "; ".join(red), tuple(warnings), g)
+    if later:
+        warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later[1:])
+        return Decision(EXIT_USAGE, False, f"bad input in stage {later[0].name}: {later[0].detail}",
+                        tuple(warnings), g)
+    if undecided:
+        names = " ".join(k for k in undecided[0] if k)
+        more = f" and {len(undecided) - 1} more" if len(undecided) > 1 else ""
+        line = f"undecided: {names}{more} inconclusive"
+        if o.strict:
+            return Decision(EXIT_INCONCLUSIVE, False, f"{line} (--strict)", tuple(warnings), g)
+        warnings.append(f"{line}; not a failure without --strict: look again tomorrow")
+    return Decision(EXIT_OK, False, _clean_line(o, cases), tuple(warnings), g)
+
+
+def _later_failures(failed: Sequence[Stage], first: Stage) -> tuple[str, ...]:
+    return tuple(f"stage {s.name} failed: {s.detail}" for s in failed if s is not first)
+
+
+def _skip_reason(o: Outcome) -> str:
+    stage = o.stage("confirm")
+    if stage is None or not stage.detail:
+        return "confirm did not run"
+    return stage.detail
+
+
+def _clean_line(o: Outcome, cases: Sequence[Judged]) -> str:
+    if o.first_night:
+        if o.history_appended:
+            return f"first night on {o.device or 'this device'}: recorded as the baseline; nothing judged"
+        return (f"first night on {o.device or 'this device'}: no history store and no --baseline, so "
+                f"nothing judged; run.csv can become the baseline")
+    counts: dict[str, int] = {}
+    for c in cases:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    told = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"clean: {told or 'no case compared'}"
+
+
+def verdict_dict(o: Outcome, d: Decision) -> dict:
+    """verdict.json's content (render.py writes it)."""
+    g = d.gate
+    return {
+        "format": "perfci-nightly-verdict", "schema": 1,
+        "exit_code": d.exit_code, "confirmed_regression": d.confirmed_regression, "verdict": d.headline,
+        "warnings": list(d.warnings), "suite": o.suite, "device": o.device, "arch": o.arch, "sha": o.sha,
+        "good_sha": o.good_sha or None, "baseline": o.baseline, "first_night": o.first_night,
+        "stages": [s.to_dict() for s in o.stages],
+        "gate": None if g is None else {
+            "broken": [{"case": list(k), "status": s} for k, s in g.broken],
+            "missing": [list(k) for k in g.missing], "allow_missing": g.allow_missing,
+            "nothing_measured": g.nothing_measured},
+        "cases": None if o.cases is None else [asdict(c) for c in o.cases],
+        "compare_suite_shift": o.compare_suite,
+        "flagged": [list(k) for k in o.flagged],
+        "confirmed": None if o.confirmed is None else [asdict(c) for c in o.confirmed],
+        "confirm_suite_shift": o.confirm_suite,
+        "culprit": None if o.culprit is None else asdict(o.culprit),
+        "history_appended": o.history_appended,
+        "notes": list(o.notes), "files": list(o.files),
+    }

@@ -1,0 +1,93 @@
+"""One night, stage by stage: run each, record its outcome, decide, write the reports.
+
+A stage that raises never ends the night early without a report: a
+:class:`~perfci.errors.PerfciError` is a failed stage with ``error: input``,
+any other exception one with ``error: internal`` (exit 4, never 1), an
+interrupt one with ``error: interrupted``. The stages that depend on a failed
+one are recorded as skipped, saying why; summary.md, issue.md and verdict.json
+are written in every case.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Callable, TextIO
+
+from perfci.errors import PerfciError, internal_error_line
+from perfci.files import atomic_write_text
+from perfci.nightly import core, render, stages
+from perfci.nightly.stages import Night, NightConfig
+
+Fault = Callable[[str], None]  # the tests' seam: called with each stage's name as it starts
+
+STAGE_FUNCS: tuple[tuple[str, Callable[[Night], tuple[str, str]]], ...] = (
+    ("tonight", stages.tonight), ("baseline", stages.baseline), ("gate", stages.gate),
+    ("confirm", stages.confirm), ("bisect", stages.bisect), ("history", stages.history),
+    ("report", stages.trends),
+)
+# A stage is skipped when one it depends on failed.
+NEEDS = {"baseline": ("tonight",), "gate": ("tonight", "baseline"), "confirm": ("tonight", "baseline"),
+         "bisect": ("tonight", "baseline", "confirm"), "history": ("tonight", "baseline"), "report": ("tonight",)}
+REPORTS = ("summary.md", "issue.md", "verdict.json")
+
+
+def run_night(cfg: NightConfig, fault: Fault | None = None,
+              echo: TextIO | None = None) -> tuple[core.Outcome, core.Decision]:
+    """Every stage in order, then the reports in ``cfg.out``; returns what was decided."""
+    echo = echo or sys.stderr
+    night = Night(cfg)
+    done: list[core.Stage] = []
+    for name, func in STAGE_FUNCS:
+        why = _skip_because(name, done)
+        stage = core.Stage(name, core.SKIPPED, why) if why else _run(name, func, night, fault)
+        done.append(stage)
+        _say(stage, echo)
+    night.files.extend(REPORTS)
+    outcome = night.outcome(done)
+    decision = core.decide(outcome)
+    for name, text in (("summary.md", render.summary_md(outcome, decision)),
+                       ("issue.md", render.issue_md(outcome, decision)),
+                       ("verdict.json", render.verdict_json(outcome, decision))):
+        atomic_write_text(cfg.out / name, text)
+    return outcome, decision
+
+
+def _skip_because(name: str, done: list[core.Stage]) -> str:
+    by_name = {s.name: s for s in done}
+    if any(s.error == core.INTERRUPTED for s in done):
+        return "interrupted"
+    for need in NEEDS.get(name, ()):
+        stage = by_name.get(need)
+        if stage is not None and stage.status == core.FAILED:
+            return f"stage {need} failed"
+    return ""
+
+
+def _run(name: str, func: Callable[[Night], tuple[str, str]], night: Night, fault: Fault | None) -> core.Stage:
+    started = time.monotonic()
+    try:
+        if fault is not None:
+            fault(name)
+        status, detail = func(night)
+        return core.Stage(name, status, detail, time.monotonic() - started)
+    except PerfciError as err:
+        return core.Stage(name, core.FAILED, err.message, time.monotonic() - started, core.INPUT)
+    except KeyboardInterrupt:
+        return core.Stage(name, core.FAILED, "interrupted", time.monotonic() - started, core.INTERRUPTED)
+    except Exception as err:  # a bug in a stage or a child that crashed: exit 4, never a verdict
+        if os.environ.get("PERFCI_DEBUG", "") == "1":
+            traceback.print_exc()
+        return core.Stage(name, core.FAILED, internal_error_line(err), time.monotonic() - started, core.INTERNAL)
+
+
+def _say(stage: core.Stage, echo: TextIO) -> None:
+    """A progress line per stage; a failed input stage is left to the one error line at the end."""
+    if stage.status == core.FAILED and stage.name in core.INPUT_STAGES and stage.error == core.INPUT:
+        return
+    if stage.status == core.SKIPPED and stage.detail.startswith("stage "):
+        return  # follows from a failure already said
+    what = f"failed ({stage.error})" if stage.status == core.FAILED else stage.status
+    echo.write(f"perfci nightly: {stage.name}: {what}: {stage.detail} [{stage.seconds:.1f} s]\n")
+    echo.flush()

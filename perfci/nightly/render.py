@@ -1,0 +1,163 @@
+"""A night's reports as text: summary.md (the job summary), issue.md (the issue body), verdict.json.
+
+Pure: an :class:`~perfci.nightly.core.Outcome` and its
+:class:`~perfci.nightly.core.Decision` in, text out. Numbers are written for
+people: microseconds without scientific notation, changes in percent.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Sequence
+
+from perfci.nightly import core
+
+ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
+MAX_ROWS = 60
+
+
+def us(value: float | None) -> str:
+    """1834 us, 18.3 us, 2.52 us: never 1.83e+03."""
+    if value is None or not math.isfinite(value):
+        return ""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def pct(ratio: float | None) -> str:
+    if ratio is None or not math.isfinite(ratio):
+        return ""
+    return f"{100.0 * (ratio - 1.0):+.1f}%"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return ""
+    return f"{pct(low)} .. {pct(high)}"
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _case(key: Sequence[str]) -> str:
+    return f"`{_cell(' '.join(key))}`"
+
+
+def title(o: core.Outcome) -> str:
+    """The marker an issue is found by: ``perfci-nightly ARCH SUITE``."""
+    return f"perfci-nightly {o.arch or 'unknown'} {o.suite or 'unknown'}"
+
+
+def _stages(o: core.Outcome) -> list[str]:
+    out = ["| stage | status | seconds | detail |", "|---|---|---:|---|"]
+    for s in o.stages:
+        status = f"**{s.status}** ({s.error})" if s.status == core.FAILED else s.status
+        out.append(f"| {s.name} | {status} | {s.seconds:.1f} | {_cell(s.detail)} |")
+    return out
+
+
+def _compare_table(o: core.Outcome) -> list[str]:
+    cases = o.cases or ()
+    changed = [c for c in cases if c.verdict != "unchanged"]
+    quiet = len(cases) - len(changed)
+    if not changed:
+        return [f"Every case unchanged ({quiet})."] if cases else []
+    out = ["| verdict | case | base µs | tonight µs | change | 95% CI | why |", "|---|---|---:|---:|---:|---|---|"]
+    for c in changed[:MAX_ROWS]:
+        verdict = f"**{c.verdict}**" if c.verdict in ("regressed", "broken", "removed") else c.verdict
+        out.append(f"| {verdict} | {_case(c.key)} | {us(c.base_us)} | {us(c.cur_us)} | {pct(c.ratio)} | "
+                   f"{interval(c.ci_low, c.ci_high)} | {_cell(c.reason)[:120]} |")
+    if len(changed) > MAX_ROWS:
+        out.append(f"| … | {len(changed) - MAX_ROWS} more | | | | | |")
+    if quiet:
+        out += ["", f"{quiet} case(s) unchanged."]
+    return out
+
+
+def _confirm_table(o: core.Outcome) -> list[str]:
+    out = ["| verdict | case | tonight vs good | 95% CI | rounds |", "|---|---|---:|---|---:|"]
+    for c in o.confirmed or ():
+        verdict = f"**{c.verdict}**" if c.verdict == "regressed" else c.verdict
+        out.append(f"| {verdict} | {_case(c.key)} | {pct(c.ratio)} | {interval(c.ci_low, c.ci_high)} | "
+                   f"{c.rounds} |")
+    return out
+
+
+def _culprit(o: core.Outcome) -> list[str]:
+    c = o.culprit
+    if c is None:
+        return []
+    out = [f"First bad commit: `{c.sha}` {_cell(c.subject)}"]
+    if c.diffstat:
+        out += ["", "```", c.diffstat.strip("\n"), "```"]
+    return out
+
+
+def _identity(o: core.Outcome) -> list[str]:
+    out = [f"- suite `{o.suite}` on {_cell(o.device)}, commit `{o.sha[:12] or 'unknown'}`"]
+    if o.baseline:
+        out.append(f"- judged against {_cell(o.baseline)}")
+    if o.good_sha and o.confirmed is not None:
+        out.append(f"- confirmed against `{o.good_sha[:12]}`, interleaved rounds on this machine")
+    return out
+
+
+def summary_md(o: core.Outcome, d: core.Decision) -> str:
+    out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {o.suite} on {_cell(o.device)}: "
+           f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
+    out += _identity(o)
+    out += [f"- :warning: {_cell(w)}" for w in d.warnings]
+    out += [f"- note: {_cell(n)}" for n in (*o.notes, *o.compare_notes)]
+    out += ["", "#### Stages", ""] + _stages(o)
+    table = _compare_table(o)
+    if table:
+        out += ["", "#### Compare", ""] + table
+    if o.confirmed is not None:
+        out += ["", f"#### Confirm (`{o.good_sha[:12]}` -> `{o.sha[:12]}`)", ""] + _confirm_table(o)
+    culprit = _culprit(o)
+    if culprit:
+        out += ["", "#### Culprit", ""] + culprit
+    if o.files:
+        out += ["", "Files: " + ", ".join(f"`{f}`" for f in o.files)]
+    return "\n".join(out) + "\n"
+
+
+def issue_md(o: core.Outcome, d: core.Decision) -> str:
+    out = [f"## {title(o)}: {_cell(d.headline)}", ""]
+    out += _identity(o)
+    out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
+    culprit = _culprit(o)
+    out += ["", "### Culprit", ""] + (culprit or ["Not bisected: " + _bisect_detail(o)])
+    if o.confirmed is not None:
+        out += ["", "### Confirmed against the last good night", ""] + _confirm_table(o)
+    table = _compare_table(o)
+    if table:
+        out += ["", "### Tonight's verdicts", ""] + table
+    plots = [f for f in o.files if f.endswith(".png")]
+    if plots:
+        out += ["", "### Plots (in this night's artifact)", ""]
+        out += [f"- [{f}]({f})" for f in plots]
+    return "\n".join(out) + "\n"
+
+
+def _bisect_detail(o: core.Outcome) -> str:
+    s = o.stage("bisect")
+    return _cell(s.detail) if s is not None and s.detail else "bisect did not run"
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def verdict_json(o: core.Outcome, d: core.Decision) -> str:
+    data = core.verdict_dict(o, d)
+    data["issue_title"] = title(o)
+    return json.dumps(_finite(data), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,453 @@
+"""The IO edge of a night: each stage reads or writes files and starts perfci commands.
+
+A stage is ``stage(night) -> (status, detail)`` over the mutable :class:`Night`
+it fills in; :mod:`perfci.nightly.night` runs them in order and turns what they
+raise into a failed stage (``PerfciError``: bad input; anything else: an
+internal error). What the results mean is decided in :mod:`perfci.nightly.core`.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
+from perfci.nightly import core
+from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
+
+BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
+
+
+@dataclass(frozen=True)
+class NightConfig:
+    suite: str
+    out: Path
+    shards: str | None = None
+    run: str | None = None
+    history: str | None = None
+    baseline: str | None = None
+    nights: int = 5
+    jobs: int = 1
+    repo: Path = Path(".")
+    allow_missing: bool = False
+    strict: bool = False
+    bisect: bool = True
+    device: str = "auto"
+    confirm_args: tuple[str, ...] = ()
+    bisect_args: tuple[str, ...] = ()
+    bench_args: tuple[str, ...] = ()
+
+
+@dataclass
+class Night:
+    """What the stages found so far (mutable; frozen into a core.Outcome at the end)."""
+
+    cfg: NightConfig
+    repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
+    head: str = ""
+    suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
+    suite: str = ""
+    run_path: Path | None = None
+    table: object = None  # tonight's ResultTable
+    device: str = ""
+    device_name: str = ""
+    arch: str = ""
+    sha: str = ""
+    tonight: tuple = ()
+    first_night: bool = False
+    baseline: str = ""
+    good_sha: str = ""
+    comparison: object = None  # compare's Comparison
+    cases: tuple | None = None
+    flagged: tuple = ()
+    confirmed: tuple | None = None
+    confirm_suite: str = "n/a"
+    culprit: core.Culprit | None = None
+    history_appended: bool = False
+    notes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def outcome(self, stages) -> core.Outcome:
+        cmp = self.comparison
+        return core.Outcome(
+            suite=self.suite, device=self.device, arch=self.arch, sha=self.sha, good_sha=self.good_sha,
+            stages=tuple(stages), tonight=tuple(self.tonight), first_night=self.first_night,
+            baseline=self.baseline, cases=self.cases,
+            compare_suite=cmp.suite.verdict if cmp is not None else "n/a",
+            compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=tuple(self.flagged),
+            confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
+            history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
+            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files))
+
+
+# --------------------------------------------------------------------------- git
+
+
+def git(repo: Path, *args: str) -> str | None:
+    """``git -C repo ARGS`` stdout, stripped; None when it fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def commit_known(repo: Path | None, sha: str) -> bool:
+    return bool(repo and sha) and git(repo, "cat-file", "-e", f"{core.strip_dirty(sha)}^{{commit}}") is not None
+
+
+# --------------------------------------------------------------------------- 1. tonight
+
+
+def tonight(n: Night) -> tuple[str, str]:
+    from perfci.measure.suites import BUILTIN_SUITES, load_suite, project_root
+    from perfci.results import read_results_cells
+
+    cfg = n.cfg
+    if not cfg.repo.is_dir():
+        raise PerfciError(f"--repo {cfg.repo}: no such directory")
+    top = git(cfg.repo, "rev-parse", "--show-toplevel")
+    n.repo_root = Path(top) if top else None
+    n.head = (git(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
+    where = project_root(n.repo_root or cfg.repo)
+    loaded = load_suite(cfg.suite, where)
+    n.suite = loaded.name
+    n.suite_word = cfg.suite if cfg.suite in BUILTIN_SUITES else str(Path(cfg.suite).resolve())
+    n.run_path = cfg.out / "run.csv"
+    if cfg.shards is not None:
+        how = _merge_shards(cfg.shards, n.run_path)
+    elif cfg.run is not None:
+        how = _take_run(cfg.run, n.run_path)
+    else:
+        how = _measure(n, where)
+    table, cells = read_results_cells(n.run_path)
+    if table.format != "perfci":
+        raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
+    suites = {c.get("suite", "") for c in cells} - {""}
+    if suites and suites != {n.suite}:
+        raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
+    n.table = table
+    n.files.append("run.csv")
+    n.device_name = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
+    n.arch = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
+    n.device = f"{n.device_name} ({n.arch})" if n.device_name and n.arch else (n.device_name or n.arch or "?")
+    shas = {c.get("git_sha", "") for c in cells}
+    if shas == {""} and n.head:
+        _fill_sha(n.run_path, cells, n.head)
+        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
+        table, cells = read_results_cells(n.run_path)
+        n.table = table
+    n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
+    n.tonight = tuple((r.key, r.status) for r in table.rows)
+    counts = Counter(s for _, s in n.tonight)
+    told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
+    return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
+
+
+def _merge_shards(pattern: str, out: Path) -> str:
+    from perfci.merge.cli import merge_files
+
+    paths = sorted(glob.glob(pattern))
+    if not paths:
+        raise PerfciError(f"--shards {pattern}: no file matches; no shard results arrived")
+    merge_files(paths, str(out))
+    return f"merged {len(paths)} shard(s) of {pattern}"
+
+
+def _take_run(path: str, out: Path) -> str:
+    from perfci.files import read_input_text
+    from perfci.results import read_results_cells
+
+    read_results_cells(path)  # refuse a bad file before anything is written
+    if Path(path).resolve() != out.resolve():
+        atomic_write_text(out, read_input_text(path, "results CSV"))
+    return f"--run {path}"
+
+
+def _measure(n: Night, where: Path) -> str:
+    cfg = n.cfg
+    words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
+             "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
+    env = dict(os.environ)
+    if n.head:  # the worker reads no sha from its own directory; say which commit this is
+        env["PERFCI_GIT_SHA"] = n.head + ("-dirty" if git(where, "status", "--porcelain",
+                                                            "--untracked-files=no") else "")
+    child = run_perfci(words, where, env)
+    expect(child, (0, 1))  # 1: some case broke, which the gate reports
+    if not (cfg.out / "run.csv").is_file():
+        raise ChildCrash(f"perfci run exited {child.code} and wrote no {cfg.out / 'run.csv'}")
+    n.files.append("run.jsonl")
+    return f"measured {n.suite}"
+
+
+def _fill_sha(path: Path, cells, sha: str) -> None:
+    header = list(cells[0].keys())
+    if "git_sha" not in header:
+        header.append("git_sha")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**c, "git_sha": sha} for c in cells)
+    atomic_write_text(path, buf.getvalue())
+
+
+# --------------------------------------------------------------------------- 2. baseline (compare)
+
+
+def baseline(n: Night) -> tuple[str, str]:
+    from perfci.compare.comparison import CompareOptions
+    from perfci.compare.inputs import check_same_device, read_any
+    from perfci.compare.verdicts import compare
+
+    cfg = n.cfg
+    nights = _store_nights(n)
+    plan = core.baseline_plan(len(nights), cfg.baseline is not None)
+    if plan == "first":
+        n.first_night = True
+        n.baseline = "nothing (first night)"
+        return core.OK, f"first night on {n.device}: no history night of suite {n.suite} and no --baseline"
+    if plan == "pooled":
+        from perfci.history.cli import pooled_comparison
+
+        result = pooled_comparison(cfg.history, str(n.run_path), None, CompareOptions(), cfg.nights)
+        n.baseline = f"history {cfg.history}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
+        n.good_sha = core.strip_dirty(nights[-1].info.git_sha)
+    else:
+        path = cfg.baseline if plan == "csv" else str(Path(cfg.history) / "runs" / f"{nights[-1].info.run_id}.csv")
+        base, cur = read_any(path), read_any(n.run_path)
+        check_same_device(base, cur)
+        result = compare(base, cur)
+        n.baseline = (f"--baseline {path}" if plan == "csv" else
+                      f"history {cfg.history}: its one night {nights[-1].info.run_id}")
+        n.good_sha = core.strip_dirty(_column(path, "git_sha"))
+    if all(c.verdict in ("added", "removed") for c in result.cases):
+        raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
+                          f"nothing was compared; wrong baseline, or were the kernels renamed?")
+    n.comparison = result
+    n.cases = tuple(_judged(c) for c in result.cases)
+    _write_compare(n, result)
+    counts = Counter(c.verdict for c in n.cases)
+    told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
+    return core.OK, f"against {n.baseline}: {told}"
+
+
+def _store_nights(n: Night) -> list:
+    """This suite's runs in the store, oldest first, tonight's own left out."""
+    from perfci.history.model import run_info
+    from perfci.history.store import MANIFEST, load
+    from perfci.results import read_results_cells
+
+    store = n.cfg.history
+    if store is None:
+        return []
+    root = Path(store)
+    if not root.exists() or (root.is_dir() and not (root / MANIFEST).exists()
+                             and not any(not p.name.startswith(".") for p in root.iterdir())):
+        return []
+    history = load(store)
+    m = history.manifest
+    if (m.device_name, m.arch) != (n.device_name, n.arch):
+        raise PerfciError(f"tonight's run is of {n.device} but {store} holds runs of {m.device_name} ({m.arch}): "
+                          f"a different device is not a regression; keep one store per device")
+    table, cells = read_results_cells(n.run_path)
+    mine = run_info(str(n.run_path), table, cells).run_id
+    return [r for r in history.runs if r.info.suite == n.suite and r.info.run_id != mine]
+
+
+def _column(path: str, column: str) -> str:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            values = [row.get(column) or "" for row in csv.DictReader(fh)]
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return ""
+    values = [v.strip() for v in values if v and v.strip()]
+    return Counter(values).most_common(1)[0][0] if values else ""
+
+
+def _judged(c) -> core.Judged:
+    return core.Judged(c.kernel, c.shape, c.dtype, c.verdict, c.reason, c.base_us, c.cur_us,
+                       c.adj_ratio if c.adj_ratio is not None else c.ratio, c.ci_low, c.ci_high)
+
+
+def _write_compare(n: Night, result) -> None:
+    from perfci.compare.render import plot, render_json
+
+    atomic_write_text(n.cfg.out / "compare.json", render_json(result))
+    n.files.append("compare.json")
+    if any(c.verdict != "unchanged" and c.adj_ratio is not None for c in result.cases):
+        try:
+            plot(result, str(n.cfg.out / "forest.png"))
+            n.files.append("forest.png")
+        except (OSError, ValueError) as err:
+            n.notes.append(f"forest plot not written: {getattr(err, 'strerror', None) or err}")
+
+
+# --------------------------------------------------------------------------- 3. gate
+
+
+def gate(n: Night) -> tuple[str, str]:
+    g = core.gate(n.tonight, n.cases, n.cfg.allow_missing)
+    return core.OK, ("red: " + "; ".join(g.reasons())) if g.red else "no broken, missing or unmeasured case"
+
+
+# --------------------------------------------------------------------------- 4. confirm
+
+
+def confirm(n: Night) -> tuple[str, str]:
+    from perfci.compare.render import to_dict
+
+    if n.first_night or n.comparison is None:
+        return core.SKIPPED, "nothing was judged"
+    n.flagged = core.flagged(n.cases, n.comparison.suite.verdict)
+    if not n.flagged:
+        return core.SKIPPED, "nothing to confirm: compare called no case regressed or inconclusive"
+    if n.repo_root is None:
+        return core.SKIPPED, f"--repo {n.cfg.repo} is not a git repository"
+    problem = core.good_sha_problem(n.good_sha, n.sha, commit_known(n.repo_root, n.good_sha),
+                                    commit_known(n.repo_root, n.sha))
+    if problem:
+        return core.SKIPPED, problem
+    data = to_dict(n.comparison)
+    wanted = set(n.flagged)
+    data["cases"] = [dict(c, verdict=c["verdict"] if c["verdict"] != "unchanged" else "flagged-suite-wide")
+                     for c in data["cases"] if (c["kernel"], c["shape"], c["dtype"]) in wanted]
+    flagged_path = n.cfg.out / "flagged.json"
+    atomic_write_text(flagged_path, json.dumps(data, indent=2) + "\n")
+    n.files.append("flagged.json")
+    words = ["confirm", n.good_sha, n.sha, "--suite", n.suite_word, "--cases", str(flagged_path),
+             "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root), *n.cfg.confirm_args]
+    child = run_perfci(words, n.repo_root)
+    expect(child, (0, 1, 3))
+    report = parse_json(child)
+    atomic_write_text(n.cfg.out / "confirm.json", child.stdout)
+    n.files.append("confirm.json")
+    try:
+        n.confirmed = tuple(core.Confirmed(c["kernel"], c["shape"], c["dtype"], c["verdict"], c.get("reason", ""),
+                                           c.get("ratio"), c.get("ci_low"), c.get("ci_high"), c.get("rounds", 0))
+                            for c in report["cases"])
+        n.confirm_suite = report["summary"]["suite"]["verdict"]
+    except (KeyError, TypeError) as err:
+        raise ChildCrash(f"perfci confirm's JSON report lacks {err}") from None
+    counts = Counter(c.verdict for c in n.confirmed)
+    told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
+    return core.OK, (f"{n.good_sha[:12]} -> {n.sha[:12]}: {told} "
+                     f"({report['summary'].get('rounds', '?')} rounds)")
+
+
+# --------------------------------------------------------------------------- 5. bisect
+
+
+def bisect(n: Night) -> tuple[str, str]:
+    confirmed = n.confirmed or ()
+    regressed = any(c.verdict == "regressed" for c in confirmed) or n.confirm_suite == "regressed"
+    if not regressed:
+        return core.SKIPPED, "no confirmed regression"
+    if not n.cfg.bisect:
+        return core.SKIPPED, "--no-bisect"
+    target = core.worst(confirmed) or max(confirmed, key=lambda c: (c.ratio or 0.0, c.key), default=None)
+    if target is None:
+        return core.SKIPPED, "no case to bisect"
+    kernel, shape, dtype = target.key
+    case_json = json.dumps({"cases": [{"kernel": kernel, "shape": shape, "dtype": dtype,
+                                       "verdict": "regressed"}]}) + "\n"
+    atomic_write_text(n.cfg.out / "bisect-case.json", case_json)
+    with tempfile.TemporaryDirectory(prefix="perfci-nightly-") as tmp:
+        case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
+        case_file.write_text(case_json, encoding="utf-8")
+        bench = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
+                             "--device", n.cfg.device, "--format", "none", *n.cfg.bench_args])
+        case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
+        words = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json",
+                 "-C", str(n.repo_root), "--csv-column", "median_us", "--case", case,
+                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *n.cfg.bisect_args, "--", *bench]
+        leftover = n.repo_root / BISECT_CSV
+        there = leftover.exists()
+        try:
+            child = run_perfci(words, n.repo_root)
+        finally:
+            if not there:  # the bench's results file at the last commit measured in this tree
+                leftover.unlink(missing_ok=True)
+    code = expect(child, (0, 2, 3))
+    try:
+        report = parse_json(child)
+    except ChildCrash:
+        if code == 2:  # a refusal, not a report
+            raise PerfciError(f"perfci bisect: {child.error_line() or 'refused its input'}") from None
+        raise
+    atomic_write_text(n.cfg.out / "bisect.json", child.stdout)
+    n.files.append("bisect.json")
+    if (n.cfg.out / "bisect.png").is_file():
+        n.files.append("bisect.png")
+    label = " ".join(target.key)
+    if report.get("status") != "culprit" or not isinstance(report.get("culprit"), dict):
+        return core.OK, f"{label}: no culprit ({report.get('status', '?')}: {report.get('message', '')})"
+    c = report["culprit"]
+    sha = str(c.get("sha", ""))
+    diffstat = str(c.get("diffstat") or "") or (git(n.repo_root, "show", "--stat", "--format=", sha) or "")
+    n.culprit = core.Culprit(sha, str(c.get("subject", "")), diffstat)
+    return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
+
+
+# --------------------------------------------------------------------------- 6. history
+
+
+def history(n: Night) -> tuple[str, str]:
+    from perfci.history.model import run_info
+    from perfci.history.store import add_runs, run_files
+    from perfci.results import read_results_cells
+
+    store = n.cfg.history
+    if store is None:
+        return core.SKIPPED, "no --history store given"
+    table, cells = read_results_cells(n.run_path)
+    run_id = run_info(str(n.run_path), table, cells).run_id
+    if (Path(store) / "runs" / f"{run_id}.csv").exists():
+        return core.SKIPPED, f"tonight's run is already in {store} as runs/{run_id}.csv"
+    add_runs(store, [str(n.run_path)])
+    n.history_appended = True
+    return core.OK, f"appended to {store} as runs/{run_id}.csv ({len(run_files(store))} runs)"
+
+
+# --------------------------------------------------------------------------- 7. report (the plots)
+
+
+def trends(n: Night) -> tuple[str, str]:
+    """Trend PNGs of the flagged cases from the store (tonight included), for the issue."""
+    from perfci.history.check import check
+    from perfci.history.plot import trend_png
+    from perfci.history.report import case_slug
+    from perfci.history.store import MANIFEST, load, write_bytes_atomic
+
+    store = n.cfg.history
+    wanted = set(n.flagged)
+    if not wanted or store is None or not (Path(store) / MANIFEST).is_file():
+        return core.OK, "no trend to draw"
+    hist = load(store)
+    drawn = 0
+    for case in check(hist).cases:
+        if case.series.key in wanted and len(case.series.points) >= 2:
+            name = f"trends/{case_slug(case.series)}.png"
+            png = trend_png(case.series, case.detection, f"{hist.manifest.device_name}, {case.series.suite}")
+            write_bytes_atomic(n.cfg.out / name, png)
+            n.files.append(name)
+            drawn += 1
+    return core.OK, f"{drawn} trend plot(s)"
+
+
+def split_args(text: str | None, option: str) -> tuple[str, ...]:
+    """``--confirm-args '--min-rounds 3'`` -> the words, or one line when they do not parse."""
+    if not text:
+        return ()
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as err:
+        raise PerfciError(f"{option} {text!r}: {err}") from None

@@ -1,0 +1,139 @@
+"""perfci.nightly.core: the exit code and verdict of a night from plain data (no kernels, no files)."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from perfci.nightly import core, render
+from perfci.nightly.core import Confirmed, Culprit, Judged, Outcome, Stage
+
+A = ("gemv", "1x8x16", "fp32")
+B = ("gemv", "1x16x16", "fp32")
+
+
+def stages(**failed: tuple[str, str]) -> tuple[Stage, ...]:
+    """Every stage ok, except NAME=(error kind, detail)."""
+    out = []
+    for name in core.STAGES:
+        if name in failed:
+            kind, detail = failed[name]
+            out.append(Stage(name, core.FAILED, detail, 1.0, kind))
+        else:
+            out.append(Stage(name, core.OK, "fine", 1.0))
+    return tuple(out)
+
+
+def night(cases=(("unchanged", A), ("unchanged", B)), tonight=(("ok", A), ("ok", B)), **kw) -> Outcome:
+    judged = None if cases is None else tuple(Judged(*key, verdict, ratio=1.0) for verdict, key in cases)
+    defaults = dict(suite="tiny", device="AMD EPYC (cpu)", arch="cpu", sha="b" * 40, good_sha="a" * 40,
+                    stages=stages(), tonight=tuple((key, status) for status, key in tonight), cases=judged)
+    defaults.update(kw)
+    return Outcome(**defaults)
+
+
+def conf(*verdicts_keys, ratio=2.0) -> tuple[Confirmed, ...]:
+    return tuple(Confirmed(*key, verdict, ratio=ratio, rounds=3) for verdict, key in verdicts_keys)
+
+
+def test_a_quiet_night_is_clean():
+    d = core.decide(night())
+    assert (d.exit_code, d.confirmed_regression) == (0, False)
+    assert d.headline == "clean: 2 unchanged"
+
+
+def test_a_confirmed_regression_is_red_and_names_the_culprit():
+    o = night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("regressed", A)),
+              culprit=Culprit("c" * 40, "gemv: walk K again"))
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (1, True)
+    assert "regression confirmed: gemv 1x8x16 fp32 +100.0%" in d.headline and "gemv: walk K again" in d.headline
+
+
+def test_compare_noise_that_confirm_clears_is_clean_and_said():
+    d = core.decide(night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("unchanged", A), ratio=1.0)))
+    assert (d.exit_code, d.confirmed_regression) == (0, False)
+    assert any("compare's flag was noise" in w for w in d.warnings)
+
+
+def test_an_unconfirmed_regression_stays_red_but_not_confirmed():
+    skipped = tuple(Stage(s.name, core.SKIPPED, "the baseline names no commit") if s.name == "confirm" else s
+                    for s in stages())
+    o = night(cases=(("regressed", A),), stages=skipped, confirmed=None)
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (1, False)
+    assert "not confirmed: the baseline names no commit" in d.headline
+
+
+@pytest.mark.parametrize("strict, code", [(False, 0), (True, 3)])
+def test_undecided_is_3_only_under_strict(strict, code):
+    d = core.decide(night(cases=(("inconclusive", A),), confirmed=conf(("inconclusive", A)), strict=strict))
+    assert d.exit_code == code
+    if not strict:
+        assert any("inconclusive" in w for w in d.warnings)
+
+
+def test_broken_missing_and_nothing_measured_are_red():
+    broken = core.decide(night(tonight=(("ok", A), ("fail", B)), cases=(("unchanged", A), ("broken", B))))
+    assert broken.exit_code == 1 and "1 case(s) broken" in broken.headline
+    missing = night(tonight=(("ok", A),), cases=(("unchanged", A), ("removed", B)))
+    assert core.decide(missing).exit_code == 1
+    allowed = core.decide(replace(missing, allow_missing=True))
+    assert allowed.exit_code == 0 and any("--allow-missing" in w for w in allowed.warnings)
+    nothing = core.decide(night(tonight=(("skip", A), ("skip", B)), cases=(("skipped", A), ("skipped", B))))
+    assert nothing.exit_code == 1 and "nothing measured" in nothing.headline
+
+
+def test_a_first_night_is_recorded_but_never_green_when_nothing_was_measured():
+    first = night(cases=None, first_night=True, history_appended=True)
+    d = core.decide(first)
+    assert d.exit_code == 0
+    assert d.headline == "first night on AMD EPYC (cpu): recorded as the baseline; nothing judged"
+    assert core.decide(replace(first, tonight=((A, "error"), (B, "error")))).exit_code == 1
+
+
+def test_a_crash_is_4_even_on_a_red_night_and_never_1():
+    o = night(cases=(("regressed", A),), stages=stages(confirm=(core.INTERNAL, "ChildCrash: exit 4")))
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (4, False)
+    assert d.headline == "stage confirm crashed: ChildCrash: exit 4"
+
+
+def test_bad_input_before_judging_is_2_and_a_later_refusal_does_not_hide_red():
+    assert core.decide(night(stages=stages(baseline=(core.INPUT, "another device")))).exit_code == 2
+    refused = stages(bisect=(core.INPUT, "GOOD is not an ancestor"))
+    red = core.decide(night(cases=(("regressed", A),), confirmed=conf(("regressed", A)), stages=refused))
+    assert (red.exit_code, red.confirmed_regression) == (1, True)
+    assert any("bisect failed" in w for w in red.warnings)
+    quiet = core.decide(night(stages=stages(history=(core.INPUT, "a corrupt store"))))
+    assert quiet.exit_code == 2 and "history" in quiet.headline
+
+
+def test_flagged_cases_and_the_baseline_plan():
+    cases = tuple(Judged(*k, v) for v, k in (("regressed", A), ("improved", B), ("unchanged", ("x", "1x1x1", "fp32"))))
+    assert core.flagged(cases) == (A,)
+    assert core.flagged(cases, "regressed") == (A, B, ("x", "1x1x1", "fp32"))
+    assert [core.baseline_plan(n, csv) for n, csv in ((0, False), (1, False), (1, True), (2, True))] == \
+        ["first", "night", "csv", "pooled"]
+
+
+def test_good_sha_problems():
+    assert core.good_sha_problem("a" * 40, "b" * 40, True, True) == ""
+    assert "names no commit" in core.good_sha_problem("", "b" * 40, True, True)
+    assert "not in the repository" in core.good_sha_problem("a" * 40, "b" * 40, False, True)
+    assert "tonight's commit" in core.good_sha_problem("a" * 40, "a" * 40 + "-dirty", True, True)
+
+
+def test_reports_write_times_for_people_and_verdict_json_is_strict_json():
+    assert [render.us(v) for v in (1834.2, 18.34, 2.524, None)] == ["1,834", "18.3", "2.52", ""]
+    o = night(cases=(("regressed", A),), confirmed=conf(("regressed", A), ratio=float("inf")),
+              culprit=Culprit("c" * 40, "plant", " kernels/gemv.py | 5 +++++"))
+    d = core.decide(o)
+    v = json.loads(render.verdict_json(o, d))
+    assert v["confirmed_regression"] is True and v["exit_code"] == 1 and v["confirmed"][0]["ratio"] is None
+    assert v["issue_title"] == "perfci-nightly cpu tiny"
+    assert [s["name"] for s in v["stages"]] == list(core.STAGES)
+    issue = render.issue_md(o, d)
+    assert issue.startswith("## perfci-nightly cpu tiny: ") and "c" * 40 in issue and "kernels/gemv.py" in issue
+    assert "e+0" not in render.summary_md(o, d)

@@ -1,0 +1,150 @@
+"""``perfci nightly`` red nights, bad input and internal errors, driven as a user drives it (a subprocess in a repo).
+
+Tonight's results come from one real run of the suite (``measured``), edited the
+way a bad night looks: cases removed, cases errored. Judged against that same
+run as --baseline, so no timing noise can colour the verdicts.
+"""
+from __future__ import annotations
+
+import io
+import signal
+from contextlib import redirect_stderr
+from pathlib import Path
+
+import pytest
+
+from perfci import cli
+from tests.nightly.conftest import FAST, commit, perfci, read_rows, stage, verdict, write_rows
+
+HERE = Path(__file__).resolve().parent
+GEMV_B = ["gemv", "1x16x16", "fp32"]
+
+
+def night(repo: Path, out: Path, *args: str):
+    return perfci(repo, "nightly", "suites/tiny.toml", "--out", str(out), *FAST, *args)
+
+
+def test_half_the_suite_missing_is_red_and_allowed_with_allow_missing(repo, measured, tmp_path):
+    rows = read_rows(measured)
+    base = write_rows(tmp_path / "base.csv", rows)
+    half = write_rows(tmp_path / "half.csv", rows[:1])
+    proc = night(repo, tmp_path / "out", "--run", str(half), "--baseline", str(base))
+    assert proc.returncode == 1, proc.stderr
+    v = verdict(tmp_path / "out")
+    assert v["exit_code"] == 1 and v["confirmed_regression"] is False
+    assert v["gate"]["missing"] == [GEMV_B]
+    assert "1 baseline case(s) missing tonight" in v["verdict"]
+    assert {c["verdict"] for c in v["cases"]} == {"unchanged", "removed"}
+
+    proc = night(repo, tmp_path / "allowed", "--run", str(half), "--baseline", str(base), "--allow-missing")
+    assert proc.returncode == 0, proc.stderr
+    v = verdict(tmp_path / "allowed")
+    assert v["exit_code"] == 0 and any("--allow-missing" in w for w in v["warnings"])
+    assert "allowed by --allow-missing" in (tmp_path / "allowed" / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("status", ["error", "skip"])
+def test_a_night_that_measured_nothing_is_never_green(repo, measured, tmp_path, status):
+    rows = read_rows(measured)
+    base = write_rows(tmp_path / "base.csv", rows)
+    dead = [dict(r, status=status, median_us="", repeats_us="", sclk_mhz="", throttled="", tflops="", tbps="",
+                 roofline_pct="", rel_error="", message="RuntimeError: no device") for r in rows]
+    tonight = write_rows(tmp_path / "dead.csv", dead)
+    proc = night(repo, tmp_path / "out", "--run", str(tonight), "--baseline", str(base))
+    assert proc.returncode == 1, proc.stderr
+    v = verdict(tmp_path / "out")
+    assert v["gate"]["nothing_measured"] is True and "nothing measured" in v["verdict"]
+    # ... and on a first night too: nothing to judge against does not make nothing measured green
+    proc = night(repo, tmp_path / "first", "--run", str(tonight))
+    assert proc.returncode == 1, proc.stderr
+    assert verdict(tmp_path / "first")["first_night"] is True
+
+
+def test_a_broken_kernel_is_red(repo, measured, tmp_path):
+    base = write_rows(tmp_path / "base.csv", read_rows(measured))
+    gemv = (repo / "kernels" / "gemv.py").read_text()
+    assert "c = tl.sum(acc, axis=1)" in gemv
+    commit(repo, "gemv: double the result", {"kernels/gemv.py": gemv.replace("c = tl.sum(acc, axis=1)",
+                                                                               "c = 2.0 * tl.sum(acc, axis=1)")})
+    proc = night(repo, tmp_path / "out", "--baseline", str(base))  # measured tonight
+    assert proc.returncode == 1, proc.stderr
+    v = verdict(tmp_path / "out")
+    assert [b["status"] for b in v["gate"]["broken"]] == ["fail", "fail"]
+    assert {c["verdict"] for c in v["cases"]} == {"broken"}
+    assert stage(v, "tonight")["status"] == "ok" and "2 fail" in stage(v, "tonight")["detail"]
+    assert (tmp_path / "out" / "run.jsonl").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nightly", "suites/nope.toml", "--run", "RUN"], "does not exist"),
+    (["nightly", "nope", "--run", "RUN"], "unknown suite"),
+    (["nightly", "suites/tiny.toml", "--shards", "shards/shard-*.csv"], "no file matches"),
+    (["nightly", "suites/tiny.toml", "--run", "CORRUPT"], "CORRUPT"),
+    (["nightly", "suites/tiny.toml", "--run", "RUN", "--shards", "x*"], "not allowed with"),
+    (["nightly", "suites/tiny.toml", "--run", "RUN", "--nights", "1"], "at least 2 nights"),
+])
+def test_bad_input_is_one_line_and_exit_2(repo, measured, tmp_path, args, message):
+    corrupt = tmp_path / "corrupt.csv"
+    corrupt.write_text("kernel,shape,dtype,median_us,repeats_us,status\ngemv,1x8x16,fp32,fast,1;2,ok\n")
+    words = [str(measured) if a == "RUN" else str(corrupt) if a == "CORRUPT" else a for a in args]
+    message = str(corrupt) if message == "CORRUPT" else message
+    proc = perfci(repo, *words, "--out", str(tmp_path / "out"), *FAST)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    if (tmp_path / "out" / "verdict.json").exists():  # judged stages ran: the failure is recorded
+        v = verdict(tmp_path / "out")
+        assert v["exit_code"] == 2 and stage(v, "tonight")["error"] == "input"
+
+
+def test_a_baseline_of_another_device_is_refused(repo, measured, tmp_path):
+    rows = read_rows(measured)
+    other = write_rows(tmp_path / "h200.csv", [dict(r, arch="sm_90", device_name="NVIDIA H200") for r in rows])
+    proc = night(repo, tmp_path / "out", "--run", str(measured), "--baseline", str(other))
+    assert proc.returncode == 2, proc.stderr
+    assert "a different device is not a regression" in proc.stderr.strip().splitlines()[-1]
+    v = verdict(tmp_path / "out")
+    assert stage(v, "baseline")["status"] == "failed" and stage(v, "history")["status"] == "skipped"
+
+
+@pytest.mark.parametrize("where", ["tonight", "baseline", "history"])
+def test_a_crashed_stage_is_exit_4_with_the_reports_written(repo, measured, tmp_path, where):
+    base = write_rows(tmp_path / "base.csv", read_rows(measured))
+    out = tmp_path / "out"
+    proc = perfci(repo, where, "--", "suites/tiny.toml", "--out", str(out), *FAST, "--run", str(measured),
+                  "--baseline", str(base), "--history", str(tmp_path / "hist"), entry=HERE / "fault_entry.py")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("perfci: internal error: stage ") and "injected fault" in last
+    assert "Traceback" not in proc.stderr
+    v = verdict(out)
+    assert v["exit_code"] == 4 and v["confirmed_regression"] is False
+    crashed = stage(v, where)
+    assert (crashed["status"], crashed["error"]) == ("failed", "internal")
+    assert "RuntimeError: injected fault" in crashed["detail"]
+    assert f"stage {where} crashed" in (out / "summary.md").read_text()
+    assert (out / "issue.md").is_file()
+    if where != "history":
+        assert stage(v, "history")["status"] == "skipped" and v["history_appended"] is False
+
+
+def test_cli_main_turns_an_unexpected_exception_into_one_line_and_exit_4(monkeypatch, tmp_path):
+    from perfci.nightly import night
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # cli.main's SIGTERM hook: not in pytest's process
+    def boom(*args, **kwargs):
+        raise ValueError("a bug\nover two lines")
+
+    monkeypatch.setattr(night, "run_night", boom)
+    monkeypatch.delenv("PERFCI_DEBUG", raising=False)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = cli.main(["nightly", "tiny", "--out", str(tmp_path / "out")])
+    assert code == 4
+    assert err.getvalue().splitlines() == ["perfci: internal error: ValueError: a bug over two lines "
+                                           "(PERFCI_DEBUG=1 shows the traceback)"]
+    monkeypatch.setenv("PERFCI_DEBUG", "1")
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert cli.main(["nightly", "tiny", "--out", str(tmp_path / "out")]) == 4
+    assert "Traceback" in err.getvalue() and err.getvalue().splitlines()[-1].startswith("perfci: internal error:")

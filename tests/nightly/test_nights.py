@@ -1,0 +1,86 @@
+"""Whole nights on the CPU: a first night, a quiet one, and a planted regression confirmed, bisected and filed.
+
+Each night is ``perfci nightly`` measuring the suite itself in a small git
+repository (a copy of kernels/), against a history store in tmp_path.
+"""
+from __future__ import annotations
+
+from tests.bisect.synth import git
+from tests.nightly.conftest import FAST, ONE_CASE_SUITE, commit, make_repo, perfci, read_rows, stage, verdict
+
+# Quick confirm and bisect settings for the interpreter (a planted 5x slowdown needs no more).
+CONFIRM = ["--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1"]
+BISECT = ["--bench-args", "--repeats 1 --iters 60"]
+# The plant: gemv walks K twenty more times, its loads multiplied by zero. Slower, still right.
+LOOP_END = "    c = tl.sum(acc, axis=1)\n"
+PLANT = """\
+    for _ in range(0, 20 * tl.cdiv(K, BLOCK_K)):
+        waste = tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :] * stride_bk,
+                        mask=n_mask[:, None] & (offs_k[None, :] < K), other=0.0).to(tl.float32)
+        acc += 0.0 * waste
+
+"""
+
+
+def nightly(repo, out, history, *args):
+    return perfci(repo, "nightly", "suites/tiny.toml", "--out", str(out), "--history", str(history), *FAST, *args)
+
+
+def runs(history) -> int:
+    return len(list((history / "runs").glob("*.csv")))
+
+
+def test_a_first_night_records_the_baseline_and_a_quiet_night_is_green(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    history = tmp_path / "history"
+    proc = nightly(repo, tmp_path / "n1", history, *CONFIRM)
+    assert proc.returncode == 0, proc.stderr
+    v = verdict(tmp_path / "n1")
+    assert v["first_night"] is True and v["history_appended"] is True and v["cases"] is None
+    assert "first night on " in v["verdict"] and "recorded as the baseline; nothing judged" in v["verdict"]
+    assert "recorded as the baseline" in (tmp_path / "n1" / "summary.md").read_text()
+    assert runs(history) == 1
+    assert v["sha"] == git(repo, "rev-parse", "HEAD")  # the run names the commit it measured
+
+    commit(repo, "docs: a note", {"NOTES": "nothing that touches a kernel\n"})
+    proc = nightly(repo, tmp_path / "n2", history, *CONFIRM)
+    assert proc.returncode == 0, proc.stderr
+    v = verdict(tmp_path / "n2")
+    assert v["exit_code"] == 0 and v["first_night"] is False and v["confirmed_regression"] is False
+    assert len(v["cases"]) == 2 and all(c["verdict"] != "regressed" or v["confirmed"] for c in v["cases"])
+    assert stage(v, "baseline")["status"] == "ok" and "history" in v["baseline"]
+    assert v["history_appended"] is True and runs(history) == 2
+    assert proc.stdout.startswith("perfci nightly tiny on ") and ": exit 0: " in proc.stdout
+
+
+def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path):
+    repo = make_repo(tmp_path / "repo", ONE_CASE_SUITE)
+    good = git(repo, "rev-parse", "HEAD")
+    history = tmp_path / "history"
+    assert nightly(repo, tmp_path / "n1", history).returncode == 0
+
+    gemv = (repo / "kernels" / "gemv.py").read_text()
+    assert LOOP_END in gemv
+    commit(repo, "docs: a note", {"NOTES": "one\n"})
+    plant = commit(repo, "gemv: walk K again", {"kernels/gemv.py": gemv.replace(LOOP_END, PLANT + LOOP_END)})
+    tonight = commit(repo, "docs: another note", {"NOTES": "one\ntwo\n"})
+    proc = nightly(repo, tmp_path / "n2", history, *CONFIRM, *BISECT)
+    out = tmp_path / "n2"
+    assert proc.returncode == 1, proc.stderr
+    v = verdict(out)
+    assert [r["status"] for r in read_rows(out / "run.csv")] == ["ok"]  # still right: passed its check
+    assert (v["sha"], v["good_sha"]) == (tonight, good)
+    assert [c["verdict"] for c in v["cases"]] == ["regressed"]
+    assert [c["verdict"] for c in v["confirmed"]] == ["regressed"]
+    assert v["confirmed_regression"] is True and v["exit_code"] == 1
+    assert v["culprit"]["sha"] == plant and v["culprit"]["subject"] == "gemv: walk K again"
+    assert "kernels/gemv.py" in v["culprit"]["diffstat"]
+    issue = (out / "issue.md").read_text()
+    assert issue.startswith("## perfci-nightly cpu tiny: regression confirmed: gemv 1x8x16 fp32")
+    assert plant in issue and "gemv: walk K again" in issue and "kernels/gemv.py" in issue
+    assert "forest.png" in issue and (out / "forest.png").is_file()
+    assert (out / "flagged.json").is_file() and (out / "confirm.json").is_file() and (out / "bisect.json").is_file()
+    assert runs(history) == 2 and v["history_appended"] is True
+    # confirm and bisect left the repository as they found it
+    assert git(repo, "rev-parse", "HEAD") == tonight and git(repo, "status", "--porcelain") == ""
+    assert git(repo, "worktree", "list").count("\n") == 0
