@@ -83,7 +83,8 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from perfci.nightly.night import run_night
-    from perfci.nightly.stages import NightConfig, split_args
+    from perfci.nightly.stages import split_args
+    from perfci.nightly.state import NightConfig
 
     if args.history is not None and Path(args.history).exists() and not Path(args.history).is_dir():
         raise PerfciError(f"--history {args.history}: not a directory (a history store is one)")

@@ -110,10 +110,12 @@ class Gate:
     missing: tuple[Key, ...]  # baseline cases absent tonight
     nothing_measured: bool
     allow_missing: bool
+    incomplete: str = ""  # why tonight's shards do not hold every case their run selected
 
     @property
     def red(self) -> bool:
-        return bool(self.broken) or (bool(self.missing) and not self.allow_missing) or self.nothing_measured
+        lost = bool(self.missing) or bool(self.incomplete)
+        return bool(self.broken) or (lost and not self.allow_missing) or self.nothing_measured
 
     def reasons(self) -> list[str]:
         out = []
@@ -124,6 +126,8 @@ class Gate:
                        f"{', '.join(sorted({s for _, s in self.broken}))})")
         if self.missing and not self.allow_missing:
             out.append(f"{len(self.missing)} baseline case(s) missing tonight ({_cases(self.missing, 3)})")
+        if self.incomplete and not self.allow_missing:
+            out.append(f"tonight's run is incomplete: {self.incomplete}")
         return out
 
 
@@ -138,6 +142,7 @@ class Outcome:
     good_sha: str = ""  # what confirm and bisect compared tonight with
     stages: tuple[Stage, ...] = ()
     tonight: tuple[tuple[Key, str], ...] = ()  # (case, status) of tonight's run
+    incomplete: str = ""  # tonight's shards lack cases their run selected (a shard missing or cut short)
     first_night: bool = False
     baseline: str = ""  # what tonight was judged against, in words
     cases: tuple[Judged, ...] | None = None  # None: compare did not run
@@ -169,11 +174,12 @@ class Decision:
 # --------------------------------------------------------------------------- the pieces
 
 
-def gate(tonight: Sequence[tuple[Key, str]], cases: Sequence[Judged] | None, allow_missing: bool) -> Gate:
+def gate(tonight: Sequence[tuple[Key, str]], cases: Sequence[Judged] | None, allow_missing: bool,
+         incomplete: str = "") -> Gate:
     broken = tuple((k, s) for k, s in tonight if s in BROKEN_STATUSES)
     missing = tuple(c.key for c in cases or () if c.verdict == "removed")
     measured = any(s == "ok" for _, s in tonight)
-    return Gate(broken, missing, not measured, allow_missing)
+    return Gate(broken, missing, not measured, allow_missing, incomplete)
 
 
 def flagged(cases: Sequence[Judged], suite_verdict: str = "n/a") -> tuple[Key, ...]:
@@ -252,7 +258,7 @@ def decide(o: Outcome) -> Decision:
     if early is not None:
         return Decision(EXIT_USAGE, False, f"bad input in stage {early.name}: {early.detail}")
 
-    g = gate(o.tonight, o.cases, o.allow_missing)
+    g = gate(o.tonight, o.cases, o.allow_missing, o.incomplete)
     warnings: list[str] = []
     cases = o.cases or ()
     compare_regressed = [c for c in cases if c.verdict == "regressed"]
@@ -287,6 +293,8 @@ def decide(o: Outcome) -> Decision:
     if g.missing and g.allow_missing:
         warnings.append(f"{len(g.missing)} baseline case(s) missing tonight, allowed by --allow-missing "
                         f"({_cases(g.missing, 3)})")
+    if g.incomplete and g.allow_missing:
+        warnings.append(f"tonight's run is incomplete ({g.incomplete}), allowed by --allow-missing")
     later = [s for s in failed if s.name not in INPUT_STAGES]
     if red:
         warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later)
@@ -341,7 +349,7 @@ def verdict_dict(o: Outcome, d: Decision) -> dict:
         "gate": None if g is None else {
             "broken": [{"case": list(k), "status": s} for k, s in g.broken],
             "missing": [list(k) for k in g.missing], "allow_missing": g.allow_missing,
-            "nothing_measured": g.nothing_measured},
+            "incomplete": g.incomplete or None, "nothing_measured": g.nothing_measured},
         "cases": None if o.cases is None else [asdict(c) for c in o.cases],
         "compare_suite_shift": o.compare_suite,
         "flagged": [list(k) for k in o.flagged],

@@ -17,13 +17,13 @@ from typing import Callable, TextIO
 
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
-from perfci.nightly import core, render, stages
-from perfci.nightly.stages import Night, NightConfig
+from perfci.nightly import core, render, stages, tonight
+from perfci.nightly.state import Night, NightConfig
 
 Fault = Callable[[str], None]  # the tests' seam: called with each stage's name as it starts
 
 STAGE_FUNCS: tuple[tuple[str, Callable[[Night], tuple[str, str]]], ...] = (
-    ("tonight", stages.tonight), ("baseline", stages.baseline), ("gate", stages.gate),
+    ("tonight", tonight.tonight), ("baseline", stages.baseline), ("gate", stages.gate),
     ("confirm", stages.confirm), ("bisect", stages.bisect), ("history", stages.history),
     ("report", stages.trends),
 )

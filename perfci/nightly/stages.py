@@ -1,203 +1,27 @@
-"""The IO edge of a night: each stage reads or writes files and starts perfci commands.
+"""Stages 2-7 of a night: judge, gate, confirm, bisect, record, plot.
 
-A stage is ``stage(night) -> (status, detail)`` over the mutable :class:`Night`
-it fills in; :mod:`perfci.nightly.night` runs them in order and turns what they
-raise into a failed stage (``PerfciError``: bad input; anything else: an
-internal error). What the results mean is decided in :mod:`perfci.nightly.core`.
+A stage is ``stage(night) -> (status, detail)`` over the mutable
+:class:`~perfci.nightly.state.Night` it fills in; :mod:`perfci.nightly.night`
+runs them in order and turns what they raise into a failed stage
+(``PerfciError``: bad input; anything else: an internal error). What the
+results mean is decided in :mod:`perfci.nightly.core`.
 """
 from __future__ import annotations
 
 import csv
-import glob
-import io
 import json
-import os
 import shlex
-import subprocess
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
+from perfci.nightly.state import Night, commit_known, git
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
-
-
-@dataclass(frozen=True)
-class NightConfig:
-    suite: str
-    out: Path
-    shards: str | None = None
-    run: str | None = None
-    history: str | None = None
-    baseline: str | None = None
-    nights: int = 5
-    jobs: int = 1
-    repo: Path = Path(".")
-    allow_missing: bool = False
-    strict: bool = False
-    bisect: bool = True
-    device: str = "auto"
-    confirm_args: tuple[str, ...] = ()
-    bisect_args: tuple[str, ...] = ()
-    bench_args: tuple[str, ...] = ()
-
-
-@dataclass
-class Night:
-    """What the stages found so far (mutable; frozen into a core.Outcome at the end)."""
-
-    cfg: NightConfig
-    repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
-    head: str = ""
-    suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
-    suite: str = ""
-    run_path: Path | None = None
-    table: object = None  # tonight's ResultTable
-    device: str = ""
-    device_name: str = ""
-    arch: str = ""
-    sha: str = ""
-    tonight: tuple = ()
-    first_night: bool = False
-    baseline: str = ""
-    good_sha: str = ""
-    comparison: object = None  # compare's Comparison
-    cases: tuple | None = None
-    flagged: tuple = ()
-    confirmed: tuple | None = None
-    confirm_suite: str = "n/a"
-    culprit: core.Culprit | None = None
-    history_appended: bool = False
-    notes: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-
-    def outcome(self, stages) -> core.Outcome:
-        cmp = self.comparison
-        return core.Outcome(
-            suite=self.suite, device=self.device, arch=self.arch, sha=self.sha, good_sha=self.good_sha,
-            stages=tuple(stages), tonight=tuple(self.tonight), first_night=self.first_night,
-            baseline=self.baseline, cases=self.cases,
-            compare_suite=cmp.suite.verdict if cmp is not None else "n/a",
-            compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=tuple(self.flagged),
-            confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
-            history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
-            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files))
-
-
-# --------------------------------------------------------------------------- git
-
-
-def git(repo: Path, *args: str) -> str | None:
-    """``git -C repo ARGS`` stdout, stripped; None when it fails."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def commit_known(repo: Path | None, sha: str) -> bool:
-    return bool(repo and sha) and git(repo, "cat-file", "-e", f"{core.strip_dirty(sha)}^{{commit}}") is not None
-
-
-# --------------------------------------------------------------------------- 1. tonight
-
-
-def tonight(n: Night) -> tuple[str, str]:
-    from perfci.measure.suites import BUILTIN_SUITES, load_suite, project_root
-    from perfci.results import read_results_cells
-
-    cfg = n.cfg
-    if not cfg.repo.is_dir():
-        raise PerfciError(f"--repo {cfg.repo}: no such directory")
-    top = git(cfg.repo, "rev-parse", "--show-toplevel")
-    n.repo_root = Path(top) if top else None
-    n.head = (git(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
-    where = project_root(n.repo_root or cfg.repo)
-    loaded = load_suite(cfg.suite, where)
-    n.suite = loaded.name
-    n.suite_word = cfg.suite if cfg.suite in BUILTIN_SUITES else str(Path(cfg.suite).resolve())
-    n.run_path = cfg.out / "run.csv"
-    if cfg.shards is not None:
-        how = _merge_shards(cfg.shards, n.run_path)
-    elif cfg.run is not None:
-        how = _take_run(cfg.run, n.run_path)
-    else:
-        how = _measure(n, where)
-    table, cells = read_results_cells(n.run_path)
-    if table.format != "perfci":
-        raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
-    suites = {c.get("suite", "") for c in cells} - {""}
-    if suites and suites != {n.suite}:
-        raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
-    n.table = table
-    n.files.append("run.csv")
-    n.device_name = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
-    n.arch = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
-    n.device = f"{n.device_name} ({n.arch})" if n.device_name and n.arch else (n.device_name or n.arch or "?")
-    shas = {c.get("git_sha", "") for c in cells}
-    if shas == {""} and n.head:
-        _fill_sha(n.run_path, cells, n.head)
-        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
-        table, cells = read_results_cells(n.run_path)
-        n.table = table
-    n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
-    n.tonight = tuple((r.key, r.status) for r in table.rows)
-    counts = Counter(s for _, s in n.tonight)
-    told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
-    return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
-
-
-def _merge_shards(pattern: str, out: Path) -> str:
-    from perfci.merge.cli import merge_files
-
-    paths = sorted(glob.glob(pattern))
-    if not paths:
-        raise PerfciError(f"--shards {pattern}: no file matches; no shard results arrived")
-    merge_files(paths, str(out))
-    return f"merged {len(paths)} shard(s) of {pattern}"
-
-
-def _take_run(path: str, out: Path) -> str:
-    from perfci.files import read_input_text
-    from perfci.results import read_results_cells
-
-    read_results_cells(path)  # refuse a bad file before anything is written
-    if Path(path).resolve() != out.resolve():
-        atomic_write_text(out, read_input_text(path, "results CSV"))
-    return f"--run {path}"
-
-
-def _measure(n: Night, where: Path) -> str:
-    cfg = n.cfg
-    words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
-             "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
-    env = dict(os.environ)
-    if n.head:  # the worker reads no sha from its own directory; say which commit this is
-        env["PERFCI_GIT_SHA"] = n.head + ("-dirty" if git(where, "status", "--porcelain",
-                                                            "--untracked-files=no") else "")
-    child = run_perfci(words, where, env)
-    expect(child, (0, 1))  # 1: some case broke, which the gate reports
-    if not (cfg.out / "run.csv").is_file():
-        raise ChildCrash(f"perfci run exited {child.code} and wrote no {cfg.out / 'run.csv'}")
-    n.files.append("run.jsonl")
-    return f"measured {n.suite}"
-
-
-def _fill_sha(path: Path, cells, sha: str) -> None:
-    header = list(cells[0].keys())
-    if "git_sha" not in header:
-        header.append("git_sha")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({**c, "git_sha": sha} for c in cells)
-    atomic_write_text(path, buf.getvalue())
 
 
 # --------------------------------------------------------------------------- 2. baseline (compare)
@@ -295,7 +119,7 @@ def _write_compare(n: Night, result) -> None:
 
 
 def gate(n: Night) -> tuple[str, str]:
-    g = core.gate(n.tonight, n.cases, n.cfg.allow_missing)
+    g = core.gate(n.tonight, n.cases, n.cfg.allow_missing, n.incomplete)
     return core.OK, ("red: " + "; ".join(g.reasons())) if g.red else "no broken, missing or unmeasured case"
 
 

@@ -1,0 +1,93 @@
+"""What a night knows: its configuration, and the state its stages fill in; git helpers.
+
+:class:`Night` is mutable while the stages run (:mod:`perfci.nightly.tonight`,
+:mod:`perfci.nightly.stages`) and is frozen into a :class:`perfci.nightly.core.Outcome`
+at the end.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfci.nightly import core
+
+
+@dataclass(frozen=True)
+class NightConfig:
+    suite: str
+    out: Path
+    shards: str | None = None
+    run: str | None = None
+    history: str | None = None
+    baseline: str | None = None
+    nights: int = 5
+    jobs: int = 1
+    repo: Path = Path(".")
+    allow_missing: bool = False
+    strict: bool = False
+    bisect: bool = True
+    device: str = "auto"
+    confirm_args: tuple[str, ...] = ()
+    bisect_args: tuple[str, ...] = ()
+    bench_args: tuple[str, ...] = ()
+
+
+@dataclass
+class Night:
+    """What the stages found so far (mutable; frozen into a core.Outcome at the end)."""
+
+    cfg: NightConfig
+    repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
+    head: str = ""
+    suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
+    suite: str = ""
+    run_path: Path | None = None
+    table: object = None  # tonight's ResultTable
+    device: str = ""
+    device_name: str = ""
+    arch: str = ""
+    sha: str = ""
+    tonight: tuple = ()
+    incomplete: str = ""
+    first_night: bool = False
+    baseline: str = ""
+    good_sha: str = ""
+    comparison: object = None  # compare's Comparison
+    cases: tuple | None = None
+    flagged: tuple = ()
+    confirmed: tuple | None = None
+    confirm_suite: str = "n/a"
+    culprit: core.Culprit | None = None
+    history_appended: bool = False
+    notes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def outcome(self, stages) -> core.Outcome:
+        cmp = self.comparison
+        return core.Outcome(
+            suite=self.suite, device=self.device, arch=self.arch, sha=self.sha, good_sha=self.good_sha,
+            stages=tuple(stages), tonight=tuple(self.tonight), incomplete=self.incomplete,
+            first_night=self.first_night,
+            baseline=self.baseline, cases=self.cases,
+            compare_suite=cmp.suite.verdict if cmp is not None else "n/a",
+            compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=tuple(self.flagged),
+            confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
+            history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
+            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files))
+
+
+# --------------------------------------------------------------------------- git
+
+
+def git(repo: Path, *args: str) -> str | None:
+    """``git -C repo ARGS`` stdout, stripped; None when it fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def commit_known(repo: Path | None, sha: str) -> bool:
+    return bool(repo and sha) and git(repo, "cat-file", "-e", f"{core.strip_dirty(sha)}^{{commit}}") is not None

@@ -1,0 +1,157 @@
+"""Stage 1, tonight's results: shards merged, a run taken, or the suite measured; into DIR/run.csv."""
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import os
+from collections import Counter
+from pathlib import Path
+
+from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
+from perfci.nightly import core
+from perfci.nightly.children import ChildCrash, expect, run_perfci
+from perfci.nightly.state import Night, git
+
+
+# --------------------------------------------------------------------------- 1. tonight
+
+
+def tonight(n: Night) -> tuple[str, str]:
+    from perfci.measure.suites import BUILTIN_SUITES, load_suite, project_root
+    from perfci.results import read_results_cells
+
+    cfg = n.cfg
+    if not cfg.repo.is_dir():
+        raise PerfciError(f"--repo {cfg.repo}: no such directory")
+    top = git(cfg.repo, "rev-parse", "--show-toplevel")
+    n.repo_root = Path(top) if top else None
+    n.head = (git(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
+    where = project_root(n.repo_root or cfg.repo)
+    loaded = load_suite(cfg.suite, where)
+    n.suite = loaded.name
+    n.suite_word = cfg.suite if cfg.suite in BUILTIN_SUITES else str(Path(cfg.suite).resolve())
+    n.run_path = cfg.out / "run.csv"
+    if cfg.shards is not None:
+        how = _merge_shards(n, cfg.shards, n.run_path)
+    elif cfg.run is not None:
+        how = _take_run(cfg.run, n.run_path)
+    else:
+        how = _measure(n, where)
+    table, cells = read_results_cells(n.run_path)
+    if table.format != "perfci":
+        raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
+    suites = {c.get("suite", "") for c in cells} - {""}
+    if suites and suites != {n.suite}:
+        raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
+    n.table = table
+    n.files.append("run.csv")
+    n.device_name = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
+    n.arch = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
+    n.device = f"{n.device_name} ({n.arch})" if n.device_name and n.arch else (n.device_name or n.arch or "?")
+    shas = {c.get("git_sha", "") for c in cells}
+    if shas == {""} and n.head:
+        _fill_sha(n.run_path, cells, n.head)
+        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
+        table, cells = read_results_cells(n.run_path)
+        n.table = table
+    n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
+    n.tonight = tuple((r.key, r.status) for r in table.rows)
+    counts = Counter(s for _, s in n.tonight)
+    told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
+    return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
+
+
+def _merge_shards(n: Night, pattern: str, out: Path) -> str:
+    """perfci merge; shards that lack cases (a shard missing, one cut short) are merged as they are.
+
+    A shard job that failed must turn the night red, not void it: its cases are
+    missing tonight (the gate's ``incomplete``). Everything else merge refuses
+    (overlapping shards, mixed devices, commits or schemas) stays bad input.
+    """
+    from perfci.merge.cli import merge_files
+    from perfci.merge.core import ShardFile, merge_shards, render_merged
+    from perfci.results import read_results_cells
+
+    paths = sorted(glob.glob(pattern))
+    if not paths:
+        raise PerfciError(f"--shards {pattern}: no file matches; no shard results arrived")
+    try:
+        merge_files(paths, str(out))
+        return f"merged {len(paths)} shard(s) of {pattern}"
+    except PerfciError as strict:
+        files = []
+        for path in paths:
+            table, cells = read_results_cells(path)
+            files.append(ShardFile(table=table, header=tuple(cells[0]), cells=cells))
+        gap = _shard_gap(files)
+        if not gap:
+            raise strict
+    # Without their shard labels, merge checks overlap, device, commit and schema only.
+    plain = [ShardFile(table=f.table, header=f.header, cells=tuple(dict(c, shard="") for c in f.cells))
+             for f in files]
+    atomic_write_text(out, render_merged(merge_shards(plain)))
+    n.incomplete = gap
+    return f"merged {len(paths)} shard(s) of {pattern}, incomplete: {gap}"
+
+
+def _shard_gap(files) -> str:
+    """Why complete-looking shards of one split lack cases ("" when that is not the problem)."""
+    labels, selections, rows = set(), set(), 0
+    for f in files:
+        for cells in f.cells:
+            labels.add(cells.get("shard", ""))
+            selections.add(cells.get("selection", ""))
+            rows += 1
+    parsed = [label.split("/") for label in labels]
+    if not labels or "" in labels or any(len(p) != 2 or not all(x.isdigit() for x in p) for p in parsed):
+        return ""
+    counts = {int(b) for _, b in parsed}
+    if len(counts) != 1 or len(labels) != len(files) or len(selections) != 1:
+        return ""
+    count = counts.pop()
+    missing = sorted(set(range(1, count + 1)) - {int(a) for a, _ in parsed})
+    if missing:
+        return f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} of {count} missing"
+    selected = selections.pop().split(":")[0]
+    if selected.isdigit() and rows < int(selected):
+        return f"the shards hold {rows} of the {selected} cases their run selected (a shard cut short)"
+    return ""
+
+
+def _take_run(path: str, out: Path) -> str:
+    from perfci.files import read_input_text
+    from perfci.results import read_results_cells
+
+    read_results_cells(path)  # refuse a bad file before anything is written
+    if Path(path).resolve() != out.resolve():
+        atomic_write_text(out, read_input_text(path, "results CSV"))
+    return f"--run {path}"
+
+
+def _measure(n: Night, where: Path) -> str:
+    cfg = n.cfg
+    words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
+             "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
+    env = dict(os.environ)
+    if n.head:  # the worker reads no sha from its own directory; say which commit this is
+        env["PERFCI_GIT_SHA"] = n.head + ("-dirty" if git(where, "status", "--porcelain",
+                                                            "--untracked-files=no") else "")
+    child = run_perfci(words, where, env)
+    expect(child, (0, 1))  # 1: some case broke, which the gate reports
+    if not (cfg.out / "run.csv").is_file():
+        raise ChildCrash(f"perfci run exited {child.code} and wrote no {cfg.out / 'run.csv'}")
+    n.files.append("run.jsonl")
+    return f"measured {n.suite}"
+
+
+def _fill_sha(path: Path, cells, sha: str) -> None:
+    header = list(cells[0].keys())
+    if "git_sha" not in header:
+        header.append("git_sha")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({**c, "git_sha": sha} for c in cells)
+    atomic_write_text(path, buf.getvalue())
