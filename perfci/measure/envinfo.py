@@ -133,7 +133,9 @@ def git_sha(path: str | None = None) -> str:
     try:
         import git  # type: ignore[import-not-found]
 
-        repo = git.Repo(path or os.getcwd(), search_parent_directories=True)
+        # A worker runs in a folder of its own; the runner names the checkout it measures.
+        where = path or os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()
+        repo = git.Repo(where, search_parent_directories=True)
         sha = repo.head.commit.hexsha
         return sha + "-dirty" if repo.is_dirty(untracked_files=False) else sha
     except Exception:

@@ -97,6 +97,7 @@ def _worker_env(root: Path, device: str | None, tool: Path | None = None) -> dic
     # when the checkout is an older revision with a perfci/ of its own.
     path = [str(tool) if tool else "", str(root), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, path))
+    env["PERFCI_PROJECT_ROOT"] = str(root)  # its git sha is the run's (the worker's cwd is not the checkout)
     env["PYTHONUNBUFFERED"] = "1"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"

@@ -79,6 +79,9 @@ def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite, isol
         assert len(repeats) == 7 and row["iters"] == "70"
         assert float(row["median_us"]) == sorted(repeats)[3]
         assert row["arch"] == "cpu" and row["timestamp"] and float(row["rel_error"]) < 1e-5
+        # The commit measured: the checkout's (the worker runs elsewhere, and must still say it).
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        assert head and row["git_sha"].startswith(head)
     assert "| torch_matmul | 8x16x32 | fp32 |" in proc.stdout
 
 
