@@ -281,6 +281,13 @@ def decide(o: Outcome) -> Decision:
                 warnings.append(f"compare flagged {_cases(cleared, 3)}; confirm measured "
                                 f"{'it' if len(cleared) == 1 else 'them'} against {o.good_sha[:12]} and "
                                 f"found no slowdown: compare's flag was noise")
+        # A flagged case confirm gave no verdict on (it did not measure ok there) keeps compare's.
+        answered = {c.key for c in o.confirmed}
+        unanswered = [c for c in cases if c.key in o.flagged and c.key not in answered]
+        if any(c.verdict == "regressed" for c in unanswered):
+            names = _cases([c.key for c in unanswered if c.verdict == "regressed"], 3)
+            red.append(f"regression (compare; confirm gave no verdict on it): {names}")
+        undecided += [c.key for c in unanswered if c.verdict == "inconclusive"]
     else:
         undecided = [c.key for c in cases if c.verdict == "inconclusive"]
         if compare_regressed or suite_regressed:

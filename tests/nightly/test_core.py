@@ -66,6 +66,13 @@ def test_an_unconfirmed_regression_stays_red_but_not_confirmed():
     assert "not confirmed: the baseline names no commit" in d.headline
 
 
+def test_a_flagged_regression_confirm_did_not_measure_keeps_compare_verdict():
+    o = night(cases=(("regressed", A), ("regressed", B)), flagged=(A, B), confirmed=conf(("unchanged", A), ratio=1.0))
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (1, False)
+    assert "confirm gave no verdict on it): gemv 1x16x16 fp32" in d.headline
+
+
 @pytest.mark.parametrize("strict, code", [(False, 0), (True, 3)])
 def test_undecided_is_3_only_under_strict(strict, code):
     d = core.decide(night(cases=(("inconclusive", A),), confirmed=conf(("inconclusive", A)), strict=strict))
