@@ -285,7 +285,8 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
         side, edge = ("BAD", b) if position > 1.0 else ("GOOD", g)
         p_beyond = _p_greater(bad.values, samples.values) if position > 1.0 else _p_greater(samples.values,
                                                                                           good.values)
-        beyond_pct = abs(x - edge) / abs(g) * 100.0 if g else math.inf
+        # Relative to the endpoint it is beyond: past a 5x step, 1% above BAD is 1%, not 5%.
+        beyond_pct = abs(x - edge) / abs(edge) * 100.0 if edge else math.inf
         if beyond_pct > min_effect_pct and p_beyond >= alpha:
             return Classification(Verdict.UNSURE, position, p_beyond,
                                   f"at {position:.0%} of the gap: its median is {beyond_pct:.1f}% beyond {side}, "
@@ -293,7 +294,7 @@ def classify(samples: Samples, good: Samples, bad: Samples, alpha: float = 0.05,
     # Like neither endpoint: away from the nearer one, significantly and by more than
     # the floor. Under a single step that takes an endpoint whose median is off.
     name, near, p_near = ("GOOD", g, p_above_good) if position < 0.5 else ("BAD", b, p_below_bad)
-    off_pct = abs(x - near) / abs(g) * 100.0 if g else math.inf
+    off_pct = abs(x - near) / abs(near) * 100.0 if near else math.inf
     doubt = p_near < alpha and off_pct > min_effect_pct
     note = f"; like neither: {off_pct:.1f}% from {name} (p={p_near:.2g})" if doubt else ""
     if position < 0.5:

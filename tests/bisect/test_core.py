@@ -310,3 +310,14 @@ def test_bad_itself_is_named_only_after_the_endpoints_were_measured_again():
     earlier = SearchState(COMMITS, {"c20": Verdict.BAD, "c11": Verdict.BAD, "c10": Verdict.GOOD})
     assert confirm_repeats(earlier, five, five, 5, 20) == 0
     assert confirm_repeats(SearchState(COMMITS, {"c20": Verdict.BAD}), five, five, 5, 20) == 0  # not done yet
+
+
+def test_past_a_large_step_a_commit_1pct_beyond_bad_is_bad_not_unsure():
+    # A 5x slowdown: a commit 1% above BAD's median is 1% beyond BAD, not "5% of GOOD" beyond it
+    # (which made the nightly's bisect skip the planting commit as unsure).
+    good = Samples((10.00, 10.05, 9.95, 10.02, 9.98))
+    bad = Samples((50.0, 50.2, 49.8, 50.1, 49.9))
+    culprit = classify(Samples((50.0, 50.9, 50.4, 49.9, 50.6)), good, bad, min_effect_pct=2.0)  # runs mixed with BAD's
+    assert culprit.verdict == Verdict.BAD, culprit.reason
+    far = classify(Samples((56.0, 56.2, 55.8, 50.1, 49.9)), good, bad, min_effect_pct=2.0)
+    assert far.verdict == Verdict.UNSURE  # its median 12% beyond BAD, its ranks not: still unsure
