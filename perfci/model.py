@@ -84,6 +84,25 @@ class RepeatSample:
 
 
 @dataclass(frozen=True)
+class KernelRecord:
+    """One compiled kernel a case launched, as ``perfci run`` read it on the device.
+
+    ``launch``: grid, block sizes, num_warps, num_stages and the AMD knobs;
+    ``resources``: regs (NVIDIA: per thread; AMD: the unified VGPR+AGPR count),
+    vgprs/agprs/sgprs (AMD), spills, scratch, shared (bytes), occupancy and
+    occ_limit (what bounds it). Values are text, as in the CSV; absent when unknown.
+    """
+
+    name: str
+    launch: tuple[tuple[str, str], ...] = ()
+    resources: tuple[tuple[str, str], ...] = ()
+
+    def value(self, key: str) -> str:
+        """``key`` from launch or resources ("" when not recorded)."""
+        return dict(self.launch).get(key) or dict(self.resources).get(key) or ""
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """What one case produced: a time, or the reason it has none."""
 
@@ -96,6 +115,7 @@ class CaseResult:
     timer: str = ""  # profiler | events | host: what the times are
     gate: str = ""  # spin | none: how the device was held while a repeat was enqueued
     stalls: int = 0  # repeat attempts that stalled (each was measured again, within a bound)
+    kernels: tuple[KernelRecord, ...] = ()  # compiled kernels timed (empty: CPU interpreter, vendor library)
 
     @property
     def clock_source(self) -> str:
@@ -161,6 +181,8 @@ class ResultRow:
     torch: str = ""
     triton: str = ""
     timestamp: str = ""
+    power_w: tuple[float | None, ...] = ()  # per repeat, as read (not checked against the repeats)
+    kernels: tuple[KernelRecord, ...] = ()  # launch and resources columns; empty in older files
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -23,10 +23,13 @@ from typing import Iterable, Mapping, Sequence
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, read_input_text
 from perfci.roofline import throughput
-from perfci.model import STATUSES, CaseResult, Environment, ResultRow, ResultTable  # noqa: F401 - re-exported
+from perfci.model import (STATUSES, CaseResult, Environment, KernelRecord, ResultRow,  # noqa: F401 - re-exported
+                          ResultTable)
 
 # 2: clock_source, gate and stalls (2026-11-30); 3: shard, case_index and selection
 # (perfci run --shard, perfci merge). Files of older schemas read as before.
+# launch and resources (KERNEL_COLUMNS) are optional columns within schema 3: files
+# without them read with no kernels recorded, and older readers skip them.
 SCHEMA_VERSION = "3"
 
 # The columns a perfci results CSV always has, in order. The ones a reader wants
@@ -38,7 +41,7 @@ COLUMNS = (
     "status", "message", "weight", "group", "rel_error",
     "arch", "device_name", "vendor", "driver", "runtime",
     "torch", "triton", "perfci", "git_sha", "host", "timestamp", "suite", "schema",
-    "shard", "case_index", "selection",
+    "shard", "case_index", "selection", "launch", "resources",
 )
 # Where a case sits in its run: `shard` is I/N (empty when the run was not
 # sharded), `case_index` its 1-based place among the cases the run selected
@@ -46,6 +49,13 @@ COLUMNS = (
 # "COUNT:HASH" of that whole selection (see selection_id), so `perfci merge`
 # can tell a complete set of shards from an incomplete one.
 PLACEMENT_COLUMNS = ("shard", "case_index", "selection")
+# The compiled kernels a case timed, one ';'-separated entry per kernel, each
+# ``NAME:key=value,key=value`` (see KernelRecord): ``launch`` its grid
+# (``64x8x1``) and config, ``resources`` its registers, spills, shared memory
+# and occupancy. Empty on the CPU interpreter and for vendor-library cases.
+KERNEL_COLUMNS = ("launch", "resources")
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VALUE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 REQUIRED_COLUMNS = ("kernel", "shape", "dtype", "median_us", "repeats_us", "status")
 FLYDSL_COLUMNS = ("op", "shape", "dtype", "tbps", "tflops", "status")
 _SHAPE_RE = re.compile(r"^(\d+)x(\d+)x(\d+)")
@@ -117,7 +127,48 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
         "perfci": env.perfci, "git_sha": env.git_sha, "host": env.host, "timestamp": env.timestamp,
         "suite": suite, "schema": SCHEMA_VERSION,
         **{column: str((placement or {}).get(column, "")) for column in PLACEMENT_COLUMNS},
+        **dict(zip(KERNEL_COLUMNS, format_kernels(result.kernels))),
     }
+
+
+def format_kernels(kernels: Sequence[KernelRecord]) -> tuple[str, str]:
+    """The ``launch`` and ``resources`` cells of a case's kernels ("" and "" when none)."""
+    def cell(part: str) -> str:
+        if not kernels:
+            return ""
+        return ";".join(f"{k.name}:" + ",".join(f"{key}={value}" for key, value in getattr(k, part))
+                        for k in kernels)
+
+    return cell("launch"), cell("resources")
+
+
+def parse_kernels(launch: str, resources: str) -> tuple[KernelRecord, ...]:
+    """:func:`format_kernels` read back; the i-th entry of each cell is the i-th kernel.
+
+    Raises:
+        ValueError: naming the cell and what is wrong with it.
+    """
+    parts = {}
+    for column, text in zip(KERNEL_COLUMNS, (launch, resources)):
+        entries = []
+        for entry in [e.strip() for e in text.split(";")] if text.strip() else []:
+            name, colon, body = entry.partition(":")
+            if not colon or not _WORD.match(name.strip()):
+                raise ValueError(f"{column}: '{entry[:40]}' is not NAME:key=value,...")
+            pairs = []
+            for item in [i.strip() for i in body.split(",") if i.strip()]:
+                key, eq, value = item.partition("=")
+                if not eq or not _WORD.match(key) or not _VALUE.match(value):
+                    raise ValueError(f"{column}: '{item[:40]}' in {name.strip()} is not key=value")
+                pairs.append((key, value))
+            entries.append((name.strip(), tuple(pairs)))
+        parts[column] = entries
+    lau, res = parts["launch"], parts["resources"]
+    if lau and res and [n for n, _ in lau] != [n for n, _ in res]:
+        raise ValueError("resources: names other kernels than launch")
+    names = [n for n, _ in (lau or res)]
+    return tuple(KernelRecord(name, lau[i][1] if lau else (), res[i][1] if res else ())
+                 for i, name in enumerate(names))
 
 
 def selection_id(keys: Iterable[tuple[str, str, str]]) -> str:
@@ -310,8 +361,13 @@ def _perfci_row(cells: _Cells) -> ResultRow:
     clock = {"positive": True, "bounds": CLOCK_RANGE_MHZ, "unit": " MHz"}
     lists = {column: cells.number_list(column, **(clock if column == "sclk_mhz" else {}))  # type: ignore[arg-type]
              for column in REPEAT_LISTS}
-    for column in ("temp_c", "power_w"):
-        cells.number_list(column)
+    cells.number_list("temp_c")
+    power = cells.number_list("power_w")
+    try:
+        kernels = parse_kernels(cells.text("launch", required=False), cells.text("resources", required=False))
+    except ValueError as err:
+        column, _, why = str(err).partition(": ")
+        raise cells.fail(column, why) from None
     for column, values in lists.items():
         if values and repeats and len(values) != len(repeats):
             # compare pairs the i-th clock with the i-th repeat; a shorter list cannot be paired
@@ -333,7 +389,7 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         line=cells.line, timer=cells.text("timer", required=False),
         clock_source=cells.text("clock_source", required=False),
         stalls=cells.integer("stalls") or 0,
-        roofline_pct=cells.number("roofline_pct"),
+        roofline_pct=cells.number("roofline_pct"), power_w=power, kernels=kernels,
         **{column: cells.text(column, required=False)
            for column in ("driver", "runtime", "torch", "triton", "timestamp")},
     )

@@ -161,3 +161,52 @@ def test_placement_columns_round_trip_and_the_selection_id_ignores_order(tmp_pat
     _, cells = read_results_cells(path)
     assert {c: cells[0][c] for c in placed} == placed
     assert result_to_row(make_result(), ENV)["shard"] == ""  # an unsharded run
+
+
+# --------------------------------------------------------------------------- launch and resources columns
+
+from dataclasses import replace  # noqa: E402
+
+from perfci.model import KernelRecord  # noqa: E402
+from perfci.results import format_kernels, parse_kernels  # noqa: E402
+
+SPLITK = (KernelRecord("splitk_partial_kernel",
+                       (("grid", "1x16x8"), ("BLOCK_M", "16"), ("num_warps", "4"), ("num_stages", "3")),
+                       (("regs", "128"), ("spills", "0"), ("shared", "24576"), ("occupancy", "16"))),
+          KernelRecord("splitk_reduce_kernel", (("grid", "64x1x1"), ("num_warps", "4")),
+                       (("regs", "16"), ("spills", "0"))))
+
+
+def test_kernel_records_round_trip_through_the_csv(tmp_path):
+    path = tmp_path / "r.csv"
+    write_results(path, [result_to_row(replace(make_result(), kernels=SPLITK), ENV, "decode")])
+    cells = read_results_cells(path)[1][0]
+    assert cells["launch"] == ("splitk_partial_kernel:grid=1x16x8,BLOCK_M=16,num_warps=4,num_stages=3;"
+                               "splitk_reduce_kernel:grid=64x1x1,num_warps=4")
+    row = read_results(path).rows[0]
+    assert row.kernels == SPLITK
+    assert row.kernels[0].value("spills") == "0" and row.kernels[0].value("grid") == "1x16x8"
+
+
+def test_no_kernels_write_empty_cells_and_files_without_the_columns_still_read(tmp_path):
+    assert format_kernels(()) == ("", "")
+    old = tmp_path / "old.csv"
+    old.write_text("kernel,shape,dtype,median_us,repeats_us,status\nk,1x2x3,fp16,5.0,5.0;5.1,ok\n")
+    assert read_results(old).rows[0].kernels == ()
+
+
+@pytest.mark.parametrize("launch, resources, column", [
+    ("splitk_partial_kernel", "", "launch"),  # no ':'
+    ("a:grid=1,BLOCK_M", "", "launch"),  # no value
+    ("a:grid=1 2", "", "launch"),  # a space in a value
+    ("a:grid=1", "b:regs=2", "resources"),  # another kernel
+])
+def test_a_malformed_kernel_cell_names_its_column(tmp_path, launch, resources, column):
+    with pytest.raises(ValueError, match=f"^{column}: "):
+        parse_kernels(launch, resources)
+    row = result_to_row(make_result(), ENV)
+    row.update(launch=launch, resources=resources)
+    path = tmp_path / "bad.csv"
+    write_results(path, [row])
+    with pytest.raises(PerfciError, match=f"line 2, column '{column}'"):
+        read_results(path)
