@@ -99,4 +99,5 @@ def matmul_persistent_launcher(a, b, *, bias=None, epilogue: str = "none", out=N
         launch(*args, **kwargs)
         return c
 
+    run.launches = ((matmul_persistent_kernel, (programs,), args, kwargs),)  # what perfci run reads the compiled kernel from
     return run

@@ -211,4 +211,5 @@ def matmul_tiled_launcher(a, b, *, bias=None, epilogue: str = "none", out=None, 
         launch(*args, **kwargs)
         return c
 
+    run.launches = ((matmul_tiled_kernel, grid, args, kwargs),)  # what perfci run reads the compiled kernel from
     return run

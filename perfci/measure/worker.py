@@ -78,6 +78,7 @@ def measure(request: dict) -> dict:
 
     from perfci.measure.backends import Unsupported, get_backend
     from perfci.measure.envinfo import collect_environment
+    from perfci.measure.resources import record_launches
     from perfci.model import Environment
 
     phases = _Phases(time.perf_counter() - _STARTED)
@@ -105,7 +106,7 @@ def measure(request: dict) -> dict:
         result.update(status="fail", message=f"output differs from the fp32 reference: relative error "
                                              f"{error:.3g} > tolerance {prepared.tolerance:.3g}")
         return result
-
+    result.update(record_launches(prepared, env.arch, gpu))  # registers, spills, grid, config
     timed, launch, failure = _launch(torch, prepared, reference, sync, gpu and request.get("launch") == "graph")
     result.update(launch)
     phases.done("capture")

@@ -1,0 +1,142 @@
+"""perfci run's record of the compiled kernels a case timed (perfci/measure/resources.py).
+
+No GPU here: the AMD path is checked on a kernel Triton cross-compiles for gfx942
+(the same CompiledKernel type JITFunction.run returns on the device), against
+what ``perfci compile`` reports for the same case; the NVIDIA path on a stand-in
+with the n_regs / n_spills a loaded kernel carries; the CPU interpreter records nothing.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from perfci.compile.arches import ARCHES
+from perfci.measure.resources import kernel_record, launch_fields, record_launches, records_from_result
+from perfci.model import CaseSpec, KernelRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SPILLING = CaseSpec("matmul_tiled", 4096, 4096, 4096, "bf16",
+                    variant={"block_m": 256, "block_n": 256, "epilogue": "bias_gelu"})
+
+
+def _cross_compile(spec: CaseSpec, arch_name: str):
+    """(the planned launch, the CompiledKernel) as perfci compile builds it."""
+    from perfci.compile.build import _triton
+    from perfci.compile.plan import plan_case
+
+    triton, ast_source, gpu_target = _triton()  # first: it leaves the interpreter off for the compile
+    from triton import knobs
+
+    arch = ARCHES[arch_name]
+    launch = plan_case(spec, arch)[0]
+    fn = getattr(importlib.import_module(launch.module), launch.kernel)
+    signature, constexprs, attrs = launch.specialize(arch, bool(knobs.amd.use_buffer_ops))
+    kernel = triton.compile(ast_source(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                            target=gpu_target(arch.backend, arch.target_arch, arch.warp_size),
+                            options=dict(launch.options))
+    return launch, kernel
+
+
+def compiled_json() -> str:
+    """The record and perfci compile's report of SPILLING on gfx942, as JSON (run in a fresh process)."""
+    import json
+    from dataclasses import asdict
+
+    from perfci.compile.build import compile_case
+
+    launch, kernel = _cross_compile(SPILLING, "gfx942")
+    kwargs = {name: value[1] for name, value in launch.params if isinstance(value, tuple)}
+    record = kernel_record(kernel, launch.grid, {**kwargs, **dict(launch.options)}, "gfx942")
+    report = compile_case(SPILLING, ARCHES["gfx942"]).kernels[0]
+    return json.dumps({"record": asdict(record), "report": asdict(report)})
+
+
+def test_a_spilling_gfx942_kernel_records_what_perfci_compile_reports():
+    # A process of its own: the kernels must be decorated for compiling, not for the interpreter.
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import compiled_json as c; "
+                           "print(c())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    rec = data["record"]
+    record = KernelRecord(rec["name"], tuple(map(tuple, rec["launch"])), tuple(map(tuple, rec["resources"])))
+    report = data["report"]
+    assert record.name == "matmul_tiled_kernel"
+    assert int(record.value("spills")) == report["spills"] > 0  # fails if spills read 0
+    assert int(record.value("regs")) == report["registers"] and int(record.value("vgprs")) == report["vgprs"]
+    assert int(record.value("shared")) == report["shared_bytes"] > 0
+    assert int(record.value("occupancy")) == report["occupancy"]["value"]
+    assert record.value("occ_limit") == report["occupancy"]["limiter"]
+    assert record.value("grid") == "256x1x1"  # 16 x 16 tiles of 256 x 256
+    assert (record.value("BLOCK_M"), record.value("BLOCK_N"), record.value("num_warps")) == ("256", "256", "8")
+    assert record.value("waves_per_eu") == "2" and record.value("num_stages") != ""
+    assert "EPILOGUE" not in dict(record.launch)  # only integer constexprs are config
+
+
+def test_nvidia_reads_the_loaded_kernels_registers_and_occupancy():
+    kernel = SimpleNamespace(name="gemv_kernel", asm={"ptx": ""}, n_regs=168, n_spills=0,
+                             metadata=SimpleNamespace(shared=98304, num_warps=8, num_stages=3))
+    record = kernel_record(kernel, (1024,), {"BLOCK_N": 128, "num_warps": 8}, "sm_90")
+    assert dict(record.resources) == {"regs": "168", "spills": "0", "shared": "98304",
+                                      "occupancy": "8", "occ_limit": "registers"}  # 168 x 32 regs a warp: 12 warps, 1 block of 8
+    assert dict(record.launch) == {"grid": "1024x1x1", "BLOCK_N": "128", "num_warps": "8", "num_stages": "3"}
+    # an arch the occupancy tables do not know: the counts, no occupancy
+    assert "occupancy" not in dict(kernel_record(kernel, (1,), {}, "sm_80").resources)
+
+
+def test_launch_fields_take_metadata_over_arguments():
+    md = SimpleNamespace(num_warps=4, num_stages=2, waves_per_eu=0, matrix_instr_nonkdim=16, kpack=1)
+    fields = launch_fields((2, 3), {"BLOCK_K": 64, "M_FAST": True, "num_warps": 8, "lower": 1}, md)
+    assert fields == {"grid": "2x3x1", "BLOCK_K": "64", "M_FAST": "1", "num_warps": "4", "num_stages": "2",
+                      "waves_per_eu": "0", "matrix_instr_nonkdim": "16", "kpack": "1"}
+
+
+def _prepared(launches):
+    def run():
+        return None
+
+    run.launches = launches
+    return SimpleNamespace(run=run)
+
+
+def test_record_launches_reads_every_kernel_and_never_raises():
+    kernel = SimpleNamespace(name="k", asm={}, n_regs=32, n_spills=4, metadata=SimpleNamespace(shared=0, num_warps=4))
+    good = SimpleNamespace(warmup=lambda *a, grid, **kw: kernel)
+    out = record_launches(_prepared(((good, (8,), (1,), {"BLOCK": 1024}),) * 2), "sm_90", True)
+    assert [k["name"] for k in out["kernels"]] == ["k", "k"]
+    assert out["kernels"][0]["resources"]["spills"] == "4"
+    records = records_from_result(out)
+    assert records[0].value("BLOCK") == "1024" and records[0].value("regs") == "32"
+
+    def boom(*a, grid, **kw):
+        raise RuntimeError("no device")
+
+    note = record_launches(_prepared(((SimpleNamespace(warmup=boom), (1,), (), {}),)), "sm_90", True)
+    assert note == {"kernels_note": "compiled resources not read (RuntimeError: no device)"}
+    assert record_launches(_prepared(((good, (8,), (), {}),)), "cpu", False) == {}
+    assert records_from_result({}) == ()
+
+
+@pytest.mark.parametrize("kernel, n_launches", [("matmul_tiled", 1), ("splitk_decode", 2), ("gemv", 1),
+                                                ("matmul_persistent", 1), ("torch_matmul", 0)])
+def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kernel, n_launches, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from perfci.measure.backends import get_backend
+
+    spec = CaseSpec(kernel, 1 if kernel == "gemv" else 16, 64, 64, "fp32")
+    prepared = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+    launches = getattr(prepared.run, "launches", ())
+    assert len(launches) == n_launches
+    for fn, grid, args, kwargs in launches:
+        assert callable(getattr(fn, "warmup", None)) and len(grid) >= 1 and args
+    assert record_launches(prepared, "cpu", False) == {}
