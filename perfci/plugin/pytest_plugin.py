@@ -1,0 +1,243 @@
+"""The pytest plugin (``pytest11`` entry point ``perfci``): the ``perfci_benchmark`` fixture and options.
+
+Inert unless a test uses the fixture or a ``--perfci-*`` option is given; loading
+it imports pytest and the standard library only (no torch). See docs/pytest.md.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+_STATE = pytest.StashKey["_State"]()
+
+
+class _State:
+    def __init__(self, config: pytest.Config):
+        from perfci.plugin.session import SessionRows
+
+        opt = config.option
+        self.config = config
+        self.out: str | None = opt.perfci_out
+        self.base: str | None = opt.perfci_compare
+        self.disabled: bool = opt.perfci_disable
+        self.isolate: bool = opt.perfci_isolate
+        self.timeout_s: float = opt.perfci_timeout
+        self.asked_device: str = opt.perfci_device
+        self.device: str | None = None
+        self.env = None
+        self.rows = SessionRows()
+        self.verdict_text = ""
+        self.problem = ""
+
+    def resolve(self) -> str:
+        from perfci.plugin.measuring import resolve_device
+
+        if self.device is None:
+            self.device = resolve_device(self.asked_device)
+        return self.device
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfci", "perfci benchmarks (the perfci_benchmark fixture; docs/pytest.md)")
+    group.addoption("--perfci-out", metavar="PATH", help="write the benchmarks' perfci results CSV here")
+    group.addoption("--perfci-compare", metavar="BASE.csv",
+                    help="judge the session against BASE (as perfci compare); exit 6 on a regression")
+    group.addoption("--perfci-disable", action="store_true",
+                    help="run each benchmark's function once, as a plain test (nothing timed)")
+    group.addoption("--perfci-device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="where to measure: cuda (a GPU, ROCm too), cpu (host timing, the Triton "
+                         "interpreter), auto: the GPU when torch sees one (default)")
+    group.addoption("--perfci-isolate", action="store_true",
+                    help="measure each benchmark test in a process of its own (a crash or hang costs one case)")
+    group.addoption("--perfci-timeout", type=float, default=600.0, metavar="S",
+                    help="with --perfci-isolate: seconds one benchmark test may take (default 600)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    opt = config.option
+    if opt.perfci_disable and (opt.perfci_out or opt.perfci_compare or opt.perfci_isolate):
+        raise pytest.UsageError("--perfci-disable measures nothing: drop --perfci-out, --perfci-compare "
+                                "and --perfci-isolate, or --perfci-disable")
+    if not opt.perfci_timeout > 0:
+        raise pytest.UsageError(f"--perfci-timeout {opt.perfci_timeout:g}: give a positive number of seconds")
+    if opt.perfci_out:
+        parent = os.path.dirname(os.path.abspath(opt.perfci_out))
+        if not os.path.isdir(parent) or os.path.isdir(opt.perfci_out):
+            raise pytest.UsageError(f"--perfci-out {opt.perfci_out}: not a file in an existing directory")
+    if opt.perfci_compare:
+        from perfci.errors import PerfciError
+        from perfci.plugin.session import check_baseline
+
+        try:
+            check_baseline(opt.perfci_compare)
+        except PerfciError as err:
+            raise pytest.UsageError(str(err)) from None
+    state = _State(config)
+    if opt.perfci_device != "auto" and not opt.perfci_disable:
+        from perfci.plugin.cases import BenchmarkUsageError
+
+        try:
+            state.resolve()  # cpu: sets TRITON_INTERPRET before a test module imports triton
+        except BenchmarkUsageError as err:
+            raise pytest.UsageError(str(err)) from None
+    config.stash[_STATE] = state
+
+
+class PerfciBenchmark:
+    """What the ``perfci_benchmark`` fixture gives a test: call it with the function to time."""
+
+    def __init__(self, state: _State, nodeid: str):
+        self._state = state
+        self._nodeid = nodeid
+        self.disabled = state.disabled
+
+    @property
+    def device(self) -> str:
+        """'cuda' or 'cpu': where to put the benchmark's tensors."""
+        return self._state.resolve()
+
+    def __call__(self, fn: Any, *args: Any, kernel: str | None = None, shape: Any = None, dtype: Any = None,
+                 flops: float | None = None, bytes: float | None = None, reference: Any = None,
+                 iters: int | None = None, repeats: int | None = None, setup: Any = None,
+                 extra_info: dict | None = None, tolerance: float | None = None,
+                 kwargs: dict | None = None) -> Any:
+        from perfci.plugin.cases import BenchmarkUsageError, check_setup, make_case, reference_kind
+
+        try:
+            case = make_case(fn, kernel=kernel, shape=shape, dtype=dtype, flops=flops, bytes=bytes, iters=iters,
+                             repeats=repeats, tolerance=tolerance, extra_info=extra_info)
+            reference_kind(reference)
+            setup = check_setup(setup)
+            if kwargs is not None and not isinstance(kwargs, dict):
+                raise BenchmarkUsageError("perfci_benchmark: kwargs= must be a dict of fn's keyword arguments")
+            args, kwargs = _set_up(setup, args, kwargs or {})
+            other = self._state.rows.claim(case.key, self._nodeid)
+            if other is not None:
+                raise BenchmarkUsageError(f"perfci_benchmark: case {' '.join(case.key)} is already measured by "
+                                          f"{other}; give each benchmark its own kernel/shape/dtype")
+            if self.disabled:
+                return _plain(case, fn, args, kwargs, reference)
+            return self._measure(case, fn, args, kwargs, reference)
+        except BenchmarkUsageError as err:
+            pytest.fail(str(err), pytrace=False)
+
+    def _measure(self, case, fn, args, kwargs, reference):
+        from perfci.model import CaseResult
+        from perfci.plugin import isolate
+        from perfci.plugin.measuring import environment, measure
+        from perfci.plugin.session import make_row
+
+        state = self._state
+        device = state.resolve()
+        if state.env is None:
+            state.env = environment(device)
+        child = isolate.child_path()
+        if child:
+            started = CaseResult(spec=case.spec, status="error",
+                                 message="the benchmark's process died while measuring")
+            isolate.child_report(child, make_row(case, started, state.env), "started")
+        result, value = measure(case, fn, args, kwargs, reference, device, state.env)
+        row = make_row(case, result, state.env)
+        if child:
+            isolate.child_report(child, row, "done")
+        state.rows.add(row)
+        if result.status != "ok":
+            pytest.fail(f"perfci_benchmark {' '.join(case.key)}: {result.status}: {result.message}", pytrace=False)
+        return value
+
+
+def _set_up(setup, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """pedantic-style setup: called once before the benchmark; may return (args, kwargs) to use."""
+    from perfci.plugin.cases import BenchmarkUsageError
+
+    if setup is None:
+        return args, kwargs
+    made = setup()
+    if made is None:
+        return args, kwargs
+    if (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], (tuple, list))
+            and isinstance(made[1], dict)):
+        return tuple(made[0]), dict(made[1])
+    raise BenchmarkUsageError("perfci_benchmark: setup= must return None or (args, kwargs)")
+
+
+def _plain(case, fn, args, kwargs, reference):
+    """--perfci-disable: one call, and the correctness check when a reference is given."""
+    from perfci.plugin.cases import default_tolerance
+    from perfci.plugin.measuring import check_output
+
+    value = fn(*args, **kwargs)
+    error = check_output(case, value, reference, args, kwargs)
+    tolerance = case.tolerance if case.tolerance is not None else default_tolerance(case.spec.dtype)
+    if error is not None and not error <= tolerance:
+        pytest.fail(f"perfci_benchmark {' '.join(case.key)}: output differs from the reference: relative "
+                    f"error {error:.3g} > tolerance {tolerance:.3g}", pytrace=False)
+    return value
+
+
+@pytest.fixture
+def perfci_benchmark(request: pytest.FixtureRequest) -> PerfciBenchmark:
+    """Time a function as ``perfci run`` times a case: ``perfci_benchmark(fn, *args, kernel=, shape=, dtype=)``."""
+    return PerfciBenchmark(request.config.stash[_STATE], request.node.nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """--perfci-isolate: a benchmark test runs in a child pytest; its row comes back as JSON."""
+    from perfci.plugin import isolate
+
+    state = pyfuncitem.config.stash.get(_STATE, None)
+    if (state is None or not state.isolate or isolate.child_path()
+            or "perfci_benchmark" not in getattr(pyfuncitem, "fixturenames", ())):
+        return None
+    report, problem = isolate.run_isolated(pyfuncitem.nodeid, str(pyfuncitem.config.rootpath),
+                                           state.resolve(), state.timeout_s)
+    if report is not None:
+        row = dict(report["row"])
+        if report["outcome"] == "started" and problem:
+            row.update(status="timeout" if "timed out" in problem else "error", message=problem)
+        state.rows.add(row)
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    return True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from perfci.errors import PerfciError
+    from perfci.plugin import isolate
+    from perfci.plugin.session import EXIT_PERF_REGRESSION, judge, write_rows
+
+    state = session.config.stash.get(_STATE, None)
+    if state is None or isolate.child_path() or not state.rows.rows:
+        if state is not None and state.base and not isolate.child_path():
+            state.problem = "--perfci-compare: no benchmark was measured in this session; nothing compared"
+        return
+    try:
+        if state.out:
+            write_rows(state.out, state.rows.rows)
+        if state.base:
+            verdict = judge(state.base, state.rows.rows, state.out)
+            state.verdict_text = verdict.text
+            if verdict.regressed and session.exitstatus == 0:
+                session.exitstatus = EXIT_PERF_REGRESSION
+            if verdict.regressed:
+                state.problem = f"perfci: a benchmark regressed against {state.base} (exit {EXIT_PERF_REGRESSION})"
+    except (PerfciError, OSError) as err:
+        state.problem = f"perfci: {err}"
+        if session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or not (state.rows.rows or state.problem):
+        return
+    terminalreporter.section("perfci")
+    if state.out and state.rows.rows:
+        terminalreporter.write_line(f"perfci: {len(state.rows.rows)} case(s) written to {state.out}")
+    if state.verdict_text:
+        terminalreporter.write(state.verdict_text)
+    if state.problem:
+        terminalreporter.write_line(state.problem, red=True, bold=True)

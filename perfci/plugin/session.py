@@ -1,0 +1,107 @@
+"""A pytest session's benchmarks: rows in, the results CSV and the verdict out.
+
+The rows are :func:`perfci.results.result_to_row`'s (what ``perfci run``
+writes), written with :func:`perfci.results.write_results`, and judged by the
+same functions ``perfci compare`` calls, so the file and the verdict are the
+CLI's own.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+from perfci.errors import PerfciError
+from perfci.model import CaseResult, Environment
+from perfci.plugin.cases import BenchmarkCase, extra_info_message, override_throughput
+
+SUITE = "pytest"  # the suite column of the plugin's rows
+# Exit status of a pytest session whose benchmarks regressed against --perfci-compare
+# (and nothing else failed): pytest's own codes are 0..5.
+EXIT_PERF_REGRESSION = 6
+
+
+@dataclass
+class Verdict:
+    regressed: bool
+    text: str  # compare's table, and a line for cases the session did not measure
+
+
+@dataclass
+class SessionRows:
+    """The rows measured so far, in order, keyed by case."""
+
+    rows: list[dict[str, str]] = field(default_factory=list)
+    owners: dict[tuple[str, str, str], str] = field(default_factory=dict)  # key -> test node id
+
+    def claim(self, key: tuple[str, str, str], nodeid: str) -> str | None:
+        """Record that ``nodeid`` measures ``key``; the other test's id if one already did."""
+        other = self.owners.get(key)
+        if other is not None and other != nodeid:
+            return other
+        self.owners[key] = nodeid
+        return None
+
+    def add(self, row: dict[str, str]) -> None:
+        key = (row["kernel"], row["shape"], row["dtype"])
+        self.rows = [r for r in self.rows if (r["kernel"], r["shape"], r["dtype"]) != key] + [row]
+
+
+def make_row(case: BenchmarkCase, result: CaseResult, env: Environment) -> dict[str, str]:
+    """The results CSV row of one benchmark, as perfci run writes it (plus flops=/bytes=/extra_info)."""
+    from perfci.results import result_to_row
+    from perfci.roofline import ceiling_for
+
+    peaks = ceiling_for(env.arch, case.spec.dtype) or (None, None)
+    row = override_throughput(result_to_row(result, env, SUITE, *peaks), case, result.median_us)
+    info = extra_info_message(case)
+    if info and result.status == "ok":
+        row["message"] = " ".join(info.split())
+    return row
+
+
+def write_rows(path: str, rows: list[dict[str, str]]) -> None:
+    from perfci.results import write_results
+
+    write_results(path, rows)
+
+
+def check_baseline(path: str) -> None:
+    """Read BASE now, so a bad file is a usage error before anything is measured."""
+    from perfci.compare.inputs import read_any
+
+    if os.path.isdir(path):
+        raise PerfciError(f"--perfci-compare {path}: a directory; give a results CSV "
+                          f"(history stores: perfci compare STORE out.csv)")
+    read_any(path)
+
+
+def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> Verdict:
+    """``perfci compare BASE CUR`` over this session's rows (CUR: ``out_path`` or a temporary file).
+
+    Cases of BASE that the session did not measure are listed, not failed: a
+    pytest session often runs a selection (``-k``); ``perfci compare`` on the CSV
+    is the strict, whole-suite gate.
+    """
+    from perfci.compare.cli import missing_cases
+    from perfci.compare.identity import with_identity
+    from perfci.compare.inputs import check_same_device, read_any
+    from perfci.compare.render import RENDERERS
+    from perfci.compare.verdicts import compare
+
+    with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
+        cur_path = out_path or os.path.join(tmp, "session.csv")
+        if not out_path:
+            write_rows(cur_path, rows)
+        base, cur = read_any(base_path), read_any(cur_path)
+        check_same_device(base, cur)
+        result = with_identity(compare(base, cur), base, cur)
+    if all(c.verdict in ("added", "removed") for c in result.cases):
+        raise PerfciError(f"--perfci-compare {base_path}: no case in common with this session (key: kernel, "
+                          f"shape, dtype); nothing was compared")
+    text = RENDERERS["table"](result)
+    missing = missing_cases(result)
+    if missing:
+        shown = ", ".join(" ".join(k) for k in missing[:3]) + (" ..." if len(missing) > 3 else "")
+        text += f"\n{len(missing)} case(s) of the baseline were not measured in this session: {shown}\n"
+    return Verdict(regressed=bool(result.regressed), text=text)
