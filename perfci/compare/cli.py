@@ -104,6 +104,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--allow-missing", action="store_true",
                    help="a case measured in BASE but missing (or skipped) in CUR is not a failure "
                         "(default: exit 1, since a half-missing suite must not pass the gate)")
+    p.add_argument("--explain", action="store_true",
+                   help="under the table, why each regressed / improved case moved: base vs cur config, "
+                        "resources, occupancy, grid, clocks, versions, and a one-line reading "
+                        "(always in markdown and json)")
     p.add_argument("--only-changed", action="store_true",
                    help="show only the cases that are not unchanged (the summary still counts all)")
     p.add_argument("--sort", choices=("worst", "ratio", "name"), default="worst",
@@ -130,6 +134,7 @@ def add_parser(subparsers) -> None:
 
 def main(args) -> int:
     from perfci.compare.comparison import CompareOptions
+    from perfci.compare.explain import with_explain
     from perfci.compare.identity import with_identity
     from perfci.compare.inputs import check_same_device, read_any, read_profile
     from perfci.compare.render import RENDERERS, plot
@@ -144,7 +149,8 @@ def main(args) -> int:
         from perfci.history.cli import pooled_comparison
 
         result = pooled_comparison(args.base, args.cur, profile, opts, args.nights)
-        result = with_identity(result, None, read_any(args.cur))
+        base, cur = None, read_any(args.cur)
+        result = with_identity(result, None, cur)
     else:
         if args.nights is not None:
             raise PerfciError(f"--nights: {args.base} is a file; --nights pools the runs of a history "
@@ -156,6 +162,8 @@ def main(args) -> int:
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
+    if args.explain or args.format in ("markdown", "json"):
+        result = with_explain(result, base, cur)
     sys.stdout.write(RENDERERS[args.format](_shown(result, args.only_changed, args.sort)))
     if args.plot:
         try:

@@ -39,6 +39,15 @@ class CompareOptions:
 
 
 @dataclass(frozen=True)
+class Explanation:
+    """Why a case moved, as far as the two runs recorded it (:mod:`perfci.compare.explain`)."""
+
+    cause: str  # config | registers | shared | launch | code | power | device | software | vendor | unknown
+    reading: str  # one line: what changed, and what that points at
+    sides: tuple[tuple[str, str, str], ...] = ()  # (what, base, cur): config, resources, clocks, versions
+
+
+@dataclass(frozen=True)
 class CaseComparison:
     kernel: str
     shape: str
@@ -69,6 +78,7 @@ class CaseComparison:
     disturbed: str = ""  # "base" or "cur": that run scattered, so no regressed/improved verdict
     tflops: float | None = None  # cur's throughput, and its share of the device's roofline
     roofline_pct: float | None = None
+    explain: Explanation | None = None  # regressed / improved cases, when the runs' rows are at hand
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict
 
 from perfci.compare.comparison import CaseComparison, Comparison
+from perfci.compare.explain import explain_json, explain_lines
 from perfci.compare.identity import identity_lines
 
 MARK = {"regressed": "!!", "broken": "XX", "improved": "++", "inconclusive": "??",
@@ -91,6 +92,8 @@ def render_table(cmp: Comparison) -> str:
     out.append("")
     out.extend(_summary_lines(cmp))
     out.extend(f"note: {n}" for n in cmp.notes)
+    for c in cmp.cases:
+        out.extend(([""] + explain_lines(c)) if c.explain else [])
     return "\n".join(out) + "\n"
 
 
@@ -128,7 +131,22 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
         out.append(f"<details><summary>{len(quiet)} unchanged</summary>\n")
         out.extend(table(quiet))
         out.append("\n</details>")
+    out.extend(_md_explain(cmp))
     return "\n".join(out) + "\n"
+
+
+def _md_explain(cmp: Comparison) -> list[str]:
+    """Per explained case: its reading, and base vs cur folded under it."""
+    out = []
+    for c in cmp.cases:
+        if c.explain is None:
+            continue
+        out += ["", f"**why `{_md_escape(c.kernel)}` {c.shape} {c.dtype} {c.verdict}:** {_md_escape(c.explain.reading)}",
+                "", "<details><summary>base vs cur</summary>", "", "| | base | cur |", "|---|---|---|"]
+        out += [f"| {'**' + w + '**' if b != v else w} | {_md_escape(b)} | {_md_escape(v)} |"
+                for w, b, v in c.explain.sides]
+        out += ["", "</details>"]
+    return out
 
 
 def _clean(x):
@@ -138,7 +156,8 @@ def _clean(x):
 
 
 def to_dict(cmp: Comparison) -> dict:
-    cases = [{k: _clean(v) for k, v in asdict(c).items()} for c in cmp.cases]
+    cases = [{**{k: _clean(v) for k, v in asdict(c).items()}, "explain": explain_json(c.explain)}
+             for c in cmp.cases]
     return {
         "base": cmp.base_path, "cur": cmp.cur_path, "arch": cmp.arch,
         "regressed": cmp.regressed, "inconclusive": cmp.inconclusive,
