@@ -138,7 +138,12 @@ class PerfciBenchmark:
             started = CaseResult(spec=case.spec, status="error",
                                  message="the benchmark's process died while measuring")
             isolate.child_report(child, make_row(case, started, state.env), "started")
-        result, value = measure(case, fn, args, kwargs, reference, device, state.env)
+        try:
+            result, value = measure(case, fn, args, kwargs, reference, device, state.env)
+        except Exception as err:  # fn raised: the case is an 'error' row, and the test fails with it
+            failed = CaseResult(spec=case.spec, status="error", message=f"{type(err).__name__}: {err}"[:500])
+            state.rows.add(make_row(case, failed, state.env))
+            raise
         row = make_row(case, result, state.env)
         if child:
             isolate.child_report(child, row, "done")
