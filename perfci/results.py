@@ -389,10 +389,18 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         line=cells.line, timer=cells.text("timer", required=False),
         clock_source=cells.text("clock_source", required=False),
         stalls=cells.integer("stalls") or 0,
-        roofline_pct=cells.number("roofline_pct"), power_w=power, kernels=kernels,
+        roofline_pct=_shown_only(cells, "roofline_pct"), power_w=power, kernels=kernels,
         **{column: cells.text(column, required=False)
            for column in ("driver", "runtime", "torch", "triton", "timestamp")},
     )
+
+
+def _shown_only(cells: _Cells, column: str) -> float | None:
+    """A number that reports only display (never judged): unreadable is shown as unknown, not refused."""
+    try:
+        return cells.number(column)
+    except PerfciError:
+        return None
 
 
 def _flydsl_row(cells: _Cells) -> ResultRow:
