@@ -36,6 +36,7 @@ from typing import Callable, Sequence
 
 from perfci.errors import PerfciError
 from perfci.procs import kill_process_group
+from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
 
 
@@ -386,7 +387,8 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
     result = CaseResult(spec=spec, status=data["status"], repeats=repeats,
                         iters=int(data.get("iters") or 0), message=data.get("message", ""),
                         timer=data.get("timer", ""), rel_error=data.get("rel_error"),
-                        gate=data.get("gate", ""), stalls=int(data.get("stalls") or 0))
+                        gate=data.get("gate", ""), stalls=int(data.get("stalls") or 0),
+                        kernels=records_from_result(data))
     return result, data
 
 

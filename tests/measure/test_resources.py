@@ -140,3 +140,20 @@ def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kerne
     for fn, grid, args, kwargs in launches:
         assert callable(getattr(fn, "warmup", None)) and len(grid) >= 1 and args
     assert record_launches(prepared, "cpu", False) == {}
+
+
+def test_the_runner_carries_the_workers_kernel_records_into_the_result(tmp_path):
+    # What a worker on a GPU writes: the case's compiled kernels, which must reach the CSV's columns.
+    import json
+
+    from perfci.measure.runner import _collect
+    from perfci.model import CaseSpec
+
+    data = {"status": "ok", "iters": 70, "repeats": [{"median_us": 10.0}],
+            "kernels": [{"name": "gemv_kernel", "launch": {"grid": "48x1x1", "num_warps": 4},
+                         "resources": {"registers": 40, "spills": 0}}]}
+    (tmp_path / "res.json").write_text(json.dumps(data))
+    result, _ = _collect(CaseSpec("gemv", 1, 1024, 6144, "bf16"), 0, tmp_path / "res.json", tmp_path / "log")
+    (record,) = result.kernels
+    assert record.name == "gemv_kernel" and dict(record.launch)["grid"] == "48x1x1"
+    assert dict(record.resources) == {"registers": "40", "spills": "0"}
