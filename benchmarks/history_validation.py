@@ -1,7 +1,8 @@
 """Issue 10's history figures, from committed real H200 nights only.
 
-    python benchmarks/history_validation.py [--out report.md]
-                                            [--series 10] [--nights 30] [--quick]
+    python benchmarks/history_validation.py [--out report.md] [--series 10] [--nights 30] [--quick]
+                                            [--only pooled|changepoints] [--cp-alpha 0.01]
+                                            [--pooled default|absolute-floor|2026-11-30]
 
 1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
    false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
@@ -15,9 +16,10 @@
    nights, two prefill) is reported apart.
 2. Change points (`perfci history check`): per case, nightly series of --nights nights built by
    resampling that case's real quiet nights (a night: one of the five, drawn at random, and its
-   7 repeats drawn with replacement; the night's median is the point). With a +3% step planted
-   at a random night (at least 3 from either end): is a change found within +-1 night? Without:
-   is any change reported?
+   7 repeats drawn with replacement, kept as that night's repeats). With a +3% step planted at a
+   random night (at least 3 from either end): is a change found within +-1 night? Without: is any
+   change reported? Also reported: the same detector given only each night's median, and where
+   a detector told that there is exactly one step would put it (the bound on localisation).
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfci.compare import CompareOptions, compare  # noqa: E402
 from perfci.compare.noise import profile_for_arch  # noqa: E402
-from perfci.history.changepoints import ChangeOptions, detect  # noqa: E402
+from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
 from perfci.history.pooled import PooledOptions, build_baseline, judge  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
@@ -49,6 +51,9 @@ OLD = {"decode": [ROOT / "baselines/h200/2026-11-29/decode.csv",
        "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv",
                    ROOT / "benchmarks/results/h200-2026-11-29b/call3/prefill-aa1.csv"]}
 EFFECTS = (3.0, 5.0, 10.0)
+PRESETS = {"default": PooledOptions(),
+           "absolute-floor": PooledOptions(absolute_floor=True),
+           "2026-11-30": PooledOptions(level="median", mode="median", within_floor=False, absolute_floor=True)}
 CLASSES = (("< 15 us", 0, 15), ("15-100 us", 15, 100), (">= 100 us", 100, math.inf))
 PROFILE = profile_for_arch("sm_90")
 
@@ -131,17 +136,35 @@ def power_table(tally: Tally, ks) -> list[str]:
 
 
 def synthetic_series(rng, nights_real, n, step_at, factor):
-    """One case's resampled nightly medians; nights from step_at on scaled by factor."""
-    out = []
+    """One case's resampled nights: (their medians, their repeats); nights from step_at on scaled by factor."""
+    meds, reps = [], []
     for i in range(n):
-        reps = nights_real[rng.integers(len(nights_real))]
-        sample = rng.choice(reps, size=len(reps), replace=True)
-        out.append(float(np.median(sample)) * (factor if step_at is not None and i >= step_at else 1.0))
-    return out
+        real = nights_real[rng.integers(len(nights_real))]
+        sample = rng.choice(real, size=len(real), replace=True)
+        scale = factor if step_at is not None and i >= step_at else 1.0
+        meds.append(float(np.median(sample)) * scale)
+        reps.append(sample * scale)
+    return meds, reps
 
 
-def changepoint_runs(series_per_case: int, n: int, seed: int):
-    opts = ChangeOptions()
+def best_single_split(y: np.ndarray, min_segment: int) -> int:
+    """Where a detector told that there is exactly one step would put it: the least-squares split, no test."""
+    ks, z = split_scores(y, min_segment)
+    return int(ks[np.argmax(z)])
+
+
+# What is tallied per series: (found within +-1, at the exact night, a change elsewhere too) for the
+# step series, and (any change) for the flat ones.
+METHODS = ("check", "medians", "told")
+
+
+NOISE = (("level sd < 1% (3% is > 3 sd)", 0.0, 0.01), ("1-1.5% (2-3 sd)", 0.01, 0.015),
+         ("≥ 1.5% (< 2 sd)", 0.015, math.inf))
+
+
+def changepoint_runs(series_per_case: int, n: int, seed: int, opts: ChangeOptions):
+    """Tallies [series, within +-1, exact, elsewhere too, A/A with a change] per (method, duration class)
+    and per (method, noise class): a case's noise is the sd of its nightly levels in its flat series."""
     rng = np.random.default_rng(seed)
     stats = {}
     for suite in ("decode", "prefill"):
@@ -150,37 +173,47 @@ def changepoint_runs(series_per_case: int, n: int, seed: int):
             if row.status != "ok":
                 continue
             reals = [np.asarray(t.by_key()[row.key].repeats_us) for t in nights]
-            cls = _class(row.median_us)
+            mine: dict = {}
+            flat_levels = []
             for _ in range(series_per_case):
                 at = int(rng.integers(opts.min_segment, n - opts.min_segment + 1))
-                step = detect(synthetic_series(rng, reals, n, at, 1.03), opts)
-                flat = detect(synthetic_series(rng, reals, n, None, 1.0), opts)
-                near = any(abs(c.index - at) <= 1 for c in step.changes)
-                exact = any(c.index == at for c in step.changes)
-                extra = sum(abs(c.index - at) > 1 for c in step.changes)
-                s = stats.setdefault(cls, [0, 0, 0, 0, 0])
+                step_meds, step_reps = synthetic_series(rng, reals, n, at, 1.03)
+                flat_meds, flat_reps = synthetic_series(rng, reals, n, None, 1.0)
+                flat_levels.extend(levels(flat_meds, flat_reps))
+                found = {"check": (detect(step_meds, opts, step_reps), detect(flat_meds, opts, flat_reps)),
+                         "medians": (detect(step_meds, opts), detect(flat_meds, opts))}
+                for method, (step, flat) in found.items():
+                    idx = [c.index for c in step.changes]
+                    s = mine.setdefault(method, [0, 0, 0, 0, 0])
+                    s[0] += 1
+                    s[1] += any(abs(i - at) <= 1 for i in idx)
+                    s[2] += at in idx
+                    s[3] += any(abs(i - at) > 1 for i in idx)
+                    s[4] += bool(flat.changes)
+                told = best_single_split(levels(step_meds, step_reps), opts.min_segment)
+                s = mine.setdefault("told", [0, 0, 0, 0, 0])
                 s[0] += 1
-                s[1] += near
-                s[2] += exact
-                s[3] += bool(extra)
-                s[4] += bool(flat.changes)
+                s[1] += abs(told - at) <= 1
+                s[2] += told == at
+            sd = float(np.std(flat_levels))
+            noise = next(name for name, lo, hi in NOISE if lo <= sd < hi)
+            for method, s in mine.items():
+                for group in (_class(row.median_us), noise):
+                    t = stats.setdefault((method, group), [0, 0, 0, 0, 0, 0])
+                    stats[(method, group)] = [a + b for a, b in zip(t, s + [1])]
     return stats
 
 
-def changepoint_table(stats) -> list[str]:
-    out = ["| duration | series | +3% step found within ±1 night | at the exact night | step series with a "
-           "change elsewhere too | A/A series with any change |", "|---|---:|---:|---:|---:|---:|"]
-    total = [0, 0, 0, 0, 0]
-    for cls, _, _ in CLASSES:
-        s = stats.get(cls)
-        if not s:
-            continue
-        total = [a + b for a, b in zip(total, s)]
-        out.append(f"| {cls} | {s[0]} | {100 * s[1] / s[0]:.1f}% | {100 * s[2] / s[0]:.1f}% | "
-                   f"{100 * s[3] / s[0]:.1f}% | {100 * s[4] / s[0]:.1f}% |")
-    s = total
-    out.append(f"| all | {s[0]} | {100 * s[1] / s[0]:.1f}% | {100 * s[2] / s[0]:.1f}% | {100 * s[3] / s[0]:.1f}% | "
-               f"{100 * s[4] / s[0]:.1f}% |")
+def changepoint_table(stats, method: str, groups=CLASSES, total: bool = True) -> list[str]:
+    out = [f"| {'duration' if groups is CLASSES else 'noise of the nightly level'} | cases | series | +3% step "
+           "found within ±1 night | at the exact night | step series with a change elsewhere too | "
+           "A/A series with any change |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [(name, stats[(method, name)]) for name, _, _ in groups if (method, name) in stats]
+    if total:
+        rows.append(("all", [sum(col) for col in zip(*(s for _, s in rows))]))
+    for name, s in rows:
+        tail = (f"{100 * s[3] / s[0]:.1f}% | {100 * s[4] / s[0]:.1f}% |" if method != "told" else "- | - |")
+        out.append(f"| {name} | {s[5]} | {s[0]} | {100 * s[1] / s[0]:.1f}% | {100 * s[2] / s[0]:.1f}% | " + tail)
     return out
 
 
@@ -190,9 +223,15 @@ def main() -> int:
     parser.add_argument("--series", type=int, default=10, help="synthetic series per case and kind (default 10)")
     parser.add_argument("--nights", type=int, default=30, help="nights per synthetic series (default 30)")
     parser.add_argument("--quick", action="store_true", help="one history subset per K (a smoke run)")
+    parser.add_argument("--cp-alpha", type=float, default=ChangeOptions().alpha,
+                        help="change points: alpha per series (default: perfci history check's)")
+    parser.add_argument("--only", choices=("pooled", "changepoints"), help="run one part only")
+    parser.add_argument("--pooled", choices=sorted(PRESETS), default="default",
+                        help="pooled options: default, default plus the absolute floor, or the method of "
+                             "2026-11-30 (nightly medians, median common mode, absolute floor)")
     args = parser.parse_args()
     started = time.time()
-    popts = PooledOptions()
+    popts = PRESETS[args.pooled]
 
     text = ["# History: pooled baselines and change points on real H200 nights", "",
             "Built by `python benchmarks/history_validation.py` from committed files only "
@@ -200,27 +239,42 @@ def main() -> int:
             "## 1. Pooled baseline: power and false alarms against K earlier nights", "",
             "Five quiet nights of 2026-11-30 (gated measurement), leave-one-out; K = 1 is `perfci compare` "
             "of one night against one (each other night in turn, clocks as compare uses them); K >= 2 is "
-            "`perfci compare STORE CUR` (pooled, in time, default options: floor 1%, alpha 0.05). "
-            "A case counts as found when it is `regressed`.", ""]
-    for suite in ("decode", "prefill"):
+            f"`perfci compare STORE CUR` (pooled, in time; options `{args.pooled}`: night value "
+            f"{popts.level}, suite shift {popts.mode}, between-night variance at least the nights' own: "
+            f"{popts.within_floor}, floor {popts.floor_pct:g}%{' + floor_us / base' if popts.absolute_floor else ''}; "
+            "compare's alpha 0.05). A case counts as found when it is `regressed`.", ""]
+    if args.only == "changepoints":
+        text = text[:4]
+    for suite in (("decode", "prefill") if args.only != "changepoints" else ()):
         tally = Tally()
         pooled_runs(quiet_nights(suite), suite, (1, 2, 3, 4), tally, popts, args.quick)
         text += [f"### {suite}", "", *power_table(tally, (1, 2, 3, 4)), ""]
-    text += ["### Older measurement (2026-11-29, ungated, NVML clocks)", "",
-             "decode: three nights (the 2026-11-29 baseline and two A/A nights), leave-one-out, K = 1 and 2; "
-             "prefill: two nights, K = 1 only.", ""]
-    for suite, ks in (("decode", (1, 2)), ("prefill", (1,))):
+    if args.only != "changepoints":
+        text += ["### Older measurement (2026-11-29, ungated, NVML clocks)", "",
+                 "decode: three nights (the 2026-11-29 baseline and two A/A nights), leave-one-out, K = 1 and 2; "
+                 "prefill: two nights, K = 1 only.", ""]
+    for suite, ks in ((("decode", (1, 2)), ("prefill", (1,))) if args.only != "changepoints" else ()):
         tally = Tally()
         pooled_runs([read_results(p) for p in OLD[suite]], suite, ks, tally, popts, args.quick)
         text += [f"#### {suite}", "", *power_table(tally, ks), ""]
 
-    cp = changepoint_runs(args.series, args.nights, seed=10)
-    text += ["## 2. Change points on resampled real nights", "",
+    copts = ChangeOptions(alpha=args.cp_alpha)
+    cp = changepoint_runs(args.series, args.nights, 10, copts) if args.only != "pooled" else {}
+    text += [] if args.only == "pooled" else ["## 2. Change points on resampled real nights", "",
              f"Per case of decode and prefill, {args.series} series of {args.nights} nights with a +3% step at "
              f"a random night (3 to {args.nights - 3}) and {args.series} without; `perfci history check` "
-             "defaults (alpha 0.01 per series, 999 permutations, segments of 3 nights or more, shifts "
-             "under 1% not reported).", "", *changepoint_table(cp), "",
-             f"Run time: {time.time() - started:.0f} s.", ""]
+             f"defaults (alpha {copts.alpha:g} per series, {copts.permutations} permutations, segments of "
+             f"{copts.min_segment} nights or more, shifts under {copts.min_change_pct:g}% not reported).", "",
+             "### `perfci history check` (each night's level from its repeats)", "", *changepoint_table(cp, "check"),
+             "", "### The same detector given only the nightly medians", "", *changepoint_table(cp, "medians"),
+             "", "### Reference: told there is exactly one step, the best split of the nightly levels (no test)",
+             "", "Where a detector that knows a step is there would put it (the likelihood-ratio split of a "
+             "Gaussian series): it cannot miss one, nor find one in a flat series, so it bounds what a test "
+             "on these levels can localise.", "", *changepoint_table(cp, "told"), "",
+             "### By the noise of each case's nightly level (its sd over the flat series)", "",
+             "`perfci history check`:", "", *changepoint_table(cp, "check", NOISE, False), "",
+             "Told there is one step:", "", *changepoint_table(cp, "told", NOISE, False), ""]
+    text += [f"Run time: {time.time() - started:.0f} s.", ""]
     if args.out:
         Path(args.out).write_text("\n".join(text))
     print("\n".join(text))
