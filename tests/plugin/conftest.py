@@ -14,4 +14,4 @@ import perfci.measure.worker  # noqa: F401
 import perfci.plugin.measuring  # noqa: F401
 import perfci.plugin.session  # noqa: F401
 
-pytest_plugins = ["pytester"]
+# pytester itself is loaded for the whole run by pyproject.toml (addopts -p pytester).
