@@ -2,17 +2,18 @@
 spilling; the resource parsers on real compiler output; a kernel made to spill exits 1; bad input exits 2."""
 from __future__ import annotations
 
-import argparse
 import json
+import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from perfci.compile import cli as compile_cli
 from perfci.compile.arches import ARCHES, amd_occupancy, nvidia_occupancy, parse_arches
 from perfci.compile.plan import Launch, Ptr
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
-from perfci.errors import PerfciError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "compile"
 ALL = tuple(ARCHES.values())
@@ -25,27 +26,38 @@ ACCEPTED = {"decode": lambda r: r.arch == "sm_90" and r.case.label.startswith("s
                                                         or r.case.label.startswith("splitk_decode"))}
 
 
-def run_compile(argv, capsys):
-    """The `perfci compile` handler as perfci.cli.main dispatches it: (exit code, stdout, stderr)."""
-    parser = argparse.ArgumentParser()
-    compile_cli.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["compile", *argv])
-    try:
-        code = args.handler(args)
-    except PerfciError as err:
-        print(f"perfci: error: {err.message}", file=__import__("sys").stderr)
-        code = err.exit_code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compiler_env() -> dict:
+    # Compiling needs Triton's real JIT: a fresh process without the interpreter the rest of
+    # the test session runs the kernels under (tests/conftest.py sets TRITON_INTERPRET=1).
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    return env
+
+
+def run_compile(argv, capsys=None):
+    """`perfci compile ARGV` as a user runs it: (exit code, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "perfci", "compile", *argv], capture_output=True, text=True,
+                          env=_compiler_env(), cwd=ROOT, timeout=900)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 @pytest.fixture(scope="module")
-def suite_reports():
-    """decode and prefill compiled once for the three arches (compiles are cached in-process)."""
-    from perfci.compile.build import compile_cases
-    from perfci.measure.suites import load_suite
-
-    return {name: compile_cases(load_suite(name).cases, ALL) for name in ("decode", "prefill")}
+def suite_reports(tmp_path_factory):
+    """decode and prefill compiled once for the three arches, in a process of their own."""
+    out = tmp_path_factory.mktemp("compile") / "reports.pickle"
+    script = ("import pickle, sys\n"
+              "from perfci.compile.arches import ARCHES\n"
+              "from perfci.compile.build import compile_cases\n"
+              "from perfci.measure.suites import load_suite\n"
+              "reports = {n: compile_cases(load_suite(n).cases, tuple(ARCHES.values())) for n in ('decode', 'prefill')}\n"
+              "pickle.dump(reports, open(sys.argv[1], 'wb'))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True,
+                          env=_compiler_env(), cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return pickle.loads(out.read_bytes())
 
 
 @pytest.mark.parametrize("suite", ["decode", "prefill"])
@@ -139,12 +151,12 @@ def test_specialization_follows_the_jit():
     assert amd_attrs[(len(values),)] == [["tt.divisibility", 16], ["tt.pointer_range", 32]]
 
 
-def test_a_kernel_made_to_spill_reads_spills_and_exits_1(tmp_path, capsys):
+def test_a_kernel_made_to_spill_reads_spills_and_exits_1(tmp_path):
     suite = tmp_path / "spill.toml"
     suite.write_text('name = "spill"\ndevices = ["cuda"]\ndtype = "bf16"\n[[cases]]\nkernel = "matmul_tiled"\n'
                      'variants = [{block_m = 256, block_n = 256, epilogue = "bias_gelu"}]\n'
                      'M = 4096\nN = 4096\nK = 4096\n')
-    code, out, _ = run_compile([str(suite), "--arch", "gfx942", "--format", "json"], capsys)
+    code, out, _ = run_compile([str(suite), "--arch", "gfx942", "--format", "json"])
     case = json.loads(out)["cases"][0]
     assert code == 1
     assert case["status"] == "fail" and case["spills"] > 0 and case["scratch_bytes"] > 0
@@ -153,8 +165,8 @@ def test_a_kernel_made_to_spill_reads_spills_and_exits_1(tmp_path, capsys):
             "shared_bytes", "occupancy"} <= set(case)
 
 
-def test_table_and_exit_0_on_a_clean_case(capsys):
-    code, out, _ = run_compile(["decode", "--arch", "gfx950", "--filter", "kernel=gemv"], capsys)
+def test_table_and_exit_0_on_a_clean_case():
+    code, out, _ = run_compile(["decode", "--arch", "gfx950", "--filter", "kernel=gemv"])
     assert code == 0
     assert "gemv" in out and "4 case(s): 4 ok" in out
 
@@ -165,8 +177,8 @@ def test_table_and_exit_0_on_a_clean_case(capsys):
     (["nosuchsuite", "--arch", "gfx942"], "unknown suite 'nosuchsuite'"),
     (["decode", "--arch", "sm_90", "--filter", "M>100000"], "matches no case"),
 ])
-def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
-    code, out, err = run_compile(argv, capsys)
+def test_bad_input_is_one_line_exit_2(argv, needle):
+    code, out, err = run_compile(argv)
     assert code == 2 and out == ""
     assert needle in err and len(err.strip().splitlines()) == 1
 

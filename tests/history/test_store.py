@@ -118,7 +118,9 @@ def _add(args):
 
 
 def test_concurrent_adds_never_collide_and_a_run_lands_once(tmp_path):
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: the test process may hold threads (torch's, imported by other tests), and a
+    # forked child of a threaded process can deadlock on a lock copied mid-use.
+    ctx = multiprocessing.get_context("spawn")
     for round_ in range(4):
         st = tmp_path / f"st{round_}"  # a new store each round: the first adds also race on the manifest
         a = write_night(tmp_path / f"a{round_}.csv", 0)
