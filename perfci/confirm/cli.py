@@ -140,10 +140,20 @@ class _OptionParser(argparse.ArgumentParser):
         raise PerfciError(f"{message} (see perfci confirm --help)")
 
 
+def _check_rounds(args: argparse.Namespace) -> None:
+    from perfci.confirm.analysis import MIN_ROUNDS
+
+    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
+        raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
+    if args.budget is not None and not args.budget > 0:
+        raise PerfciError("--budget must be a positive number of seconds")
+    if args.timeout is not None and not args.timeout > 0:
+        raise PerfciError("--timeout must be positive")
+
+
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     from perfci.bisect.commands import BenchSpec
     from perfci.bisect.metric import metric_spec
-    from perfci.confirm.analysis import MIN_ROUNDS
     from perfci.confirm.session import ConfirmConfig
 
     if not refs or len(refs) > 2:
@@ -160,12 +170,7 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, command)
     if args.results and args.higher_is_better:
         raise PerfciError("--results times are microseconds, lower is better: drop --higher-is-better")
-    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
-        raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
-    if args.budget is not None and not args.budget > 0:
-        raise PerfciError("--budget must be a positive number of seconds")
-    if args.timeout is not None and not args.timeout > 0:
-        raise PerfciError("--timeout must be positive")
+    _check_rounds(args)
     bench = BenchSpec(tuple(command), args.build, metric, args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
@@ -174,19 +179,13 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
 
 
 def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str]):
-    from perfci.confirm.analysis import MIN_ROUNDS
     from perfci.confirm.session import ConfirmConfig
     from perfci.confirm.warm import suite_spec
 
     if command or args.results or args.metric or args.json_path or args.csv_column or args.higher_is_better:
         raise PerfciError("--suite measures the suite's cases itself: drop the bench command and the metric "
                           "options")
-    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
-        raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
-    if args.budget is not None and not args.budget > 0:
-        raise PerfciError("--budget must be a positive number of seconds")
-    if args.timeout is not None and not args.timeout > 0:
-        raise PerfciError("--timeout must be positive")
+    _check_rounds(args)
     from perfci.bisect.commands import BenchSpec
     from perfci.bisect.metric import MetricSpec
 
