@@ -55,7 +55,7 @@ def relative_error(torch, out, ref) -> float:
     return torch.linalg.vector_norm(out64 - ref64).item() / denom
 
 
-class _Phases:
+class Phases:
     """Seconds spent per step of a case, for ``--log-json`` (where the harness's time goes)."""
 
     def __init__(self, imported_s: float):
@@ -81,7 +81,7 @@ def measure(request: dict) -> dict:
     from perfci.measure.resources import record_launches
     from perfci.model import Environment
 
-    phases = _Phases(time.perf_counter() - _STARTED)
+    phases = Phases(time.perf_counter() - _STARTED)
     spec = spec_from_dict(request["spec"])
     # The first case describes the environment (driver queries, git); later
     # cases reuse it, since each costs a fraction of a second per process.
@@ -114,9 +114,9 @@ def measure(request: dict) -> dict:
         result.update(status="fail", message=failure)
         return result
 
-    flush = _cache_flush(torch, env.arch, torch_device, result) if gpu else None
+    flush = cache_flush(torch, env.arch, torch_device, result) if gpu else None
     timer = request.get("timer", "events") if gpu else "host"
-    samples = _timed_repeats(torch, timed, flush, sync, env.vendor if gpu else "cpu", timer,
+    samples = timed_repeats(torch, timed, flush, sync, env.vendor if gpu else "cpu", timer,
                              int(request["iters"]), int(request["repeats"]),
                              (request["warmup_min_s"], request["warmup_max_s"]), result, phases,
                              gate=request.get("gate", "spin"), poll_s=request.get("poll_s", DEFAULT_POLL_S))
@@ -155,7 +155,7 @@ def _launch(torch, prepared, reference, sync, graph: bool):
                               "launch_note": f"graph capture failed ({type(err).__name__}); timed eager launches"}, None
 
 
-def _cache_flush(torch, arch: str, torch_device, result: dict):
+def cache_flush(torch, arch: str, torch_device, result: dict):
     """A scratch buffer of at least twice the last-level cache; zeroing it evicts the operands."""
     from perfci.measure.devices import device_cache_bytes, flush_bytes
 
@@ -166,8 +166,8 @@ def _cache_flush(torch, arch: str, torch_device, result: dict):
     return scratch.zero_
 
 
-def _timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int, repeats: int,
-                   warmup_s: tuple[float, float], result: dict, phases: _Phases, gate: str = "spin",
+def timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int, repeats: int,
+                   warmup_s: tuple[float, float], result: dict, phases: Phases, gate: str = "spin",
                    poll_s: float = DEFAULT_POLL_S) -> list[dict]:
     """Warm up until the clock settles, then ``repeats`` x ``iters`` timed launches.
 

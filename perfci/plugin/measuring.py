@@ -2,9 +2,9 @@
 
 The steps and the functions are the worker's (:mod:`perfci.measure.worker`):
 correctness against the reference (its ``relative_error``), then on a GPU the
-cache flush (``_cache_flush``), and for every device the warm-up until the clock
+cache flush (``cache_flush``), and for every device the warm-up until the clock
 settles and ``repeats`` x ``iters`` timed launches with the device hold/gate and
-per-repeat clock and telemetry (``_timed_repeats``, which uses
+per-repeat clock and telemetry (``timed_repeats``, which uses
 :mod:`perfci.measure.timing` and :mod:`perfci.measure.hold`). On the CPU the
 launches are timed with the host clock, as ``perfci run --device cpu`` does.
 
@@ -107,10 +107,10 @@ def measure(case: BenchmarkCase, fn: Callable, args: tuple, kwargs: dict, refere
         data.update(status="fail", message=f"output differs from the reference: relative error "
                                            f"{error:.3g} > tolerance {tolerance:.3g}")
         return case_result(case, data), value
-    flush = worker._cache_flush(torch, env.arch, torch.device("cuda", 0), data) if gpu else None
+    flush = worker.cache_flush(torch, env.arch, torch.device("cuda", 0), data) if gpu else None
     timer = "events" if gpu else "host"
-    phases = worker._Phases(0.0)
-    samples = worker._timed_repeats(torch, lambda: fn(*args, **kwargs), flush, sync,
+    phases = worker.Phases(0.0)
+    samples = worker.timed_repeats(torch, lambda: fn(*args, **kwargs), flush, sync,
                                     env.vendor if gpu else "cpu", timer, case.iters, case.repeats,
                                     WARMUP_S[device], data, phases, gate="spin")
     data.update(status="ok", repeats=samples, iters=case.iters, timer=timer)
