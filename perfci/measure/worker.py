@@ -167,8 +167,8 @@ def cache_flush(torch, arch: str, torch_device, result: dict):
 
 
 def timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int, repeats: int,
-                   warmup_s: tuple[float, float], result: dict, phases: Phases, gate: str = "spin",
-                   poll_s: float = DEFAULT_POLL_S) -> list[dict]:
+                  warmup_s: tuple[float, float], result: dict, phases: Phases, gate: str = "spin",
+                  poll_s: float = DEFAULT_POLL_S) -> list[dict]:
     """Warm up until the clock settles, then ``repeats`` x ``iters`` timed launches.
 
     On a GPU every repeat is enqueued behind the gate; one that stalled anyway
