@@ -10,9 +10,9 @@ from tests.nightly.conftest import FAST, ONE_CASE_SUITE, commit, make_repo, perf
 
 # Quick confirm and bisect settings for the interpreter (a planted 5x slowdown needs no more).
 CONFIRM = ["--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1"]
-# --min-effect 50: bisect measures how far a commit sits beyond BAD in percent of GOOD's
-# median, so with a 5x step a plant commit 1% slower than BAD by drift is "6% beyond BAD"
-# (past the default 2%) and, its runs not significantly apart, unsure until skipped.
+# --min-effect 50: the plant is a 5x step and the loaded interpreter's one-repeat runs scatter
+# by several percent, so only a commit 50% off an endpoint counts as unlike it. (Before 03559cb,
+# bisect measured "beyond BAD" in percent of GOOD's median, and without this the plant was skipped.)
 BISECT = ["--bench-args", "--repeats 1 --iters 60", "--bisect-args", "--min-effect 50"]
 # The plant: gemv walks K twenty more times, its loads multiplied by zero. Slower, still right.
 LOOP_END = "    c = tl.sum(acc, axis=1)\n"
