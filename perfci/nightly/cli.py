@@ -71,6 +71,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--no-bisect", action="store_true", help="stop after confirm")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="for perfci run, confirm and bisect's bench (default auto)")
+    p.add_argument("--noise-profile", metavar="FILE",
+                   help="this device's noise profile (perfci calibrate's JSON, from its own A/A nights) for "
+                        "the one-run comparison; default: the built-in profile of the arch")
     p.add_argument("--confirm-args", metavar="ARGS",
                    help="more options for perfci confirm, e.g. '--min-rounds 3 --max-rounds 10 --repeats 5'")
     p.add_argument("--bisect-args", metavar="ARGS",
@@ -92,11 +95,16 @@ def main(args: argparse.Namespace) -> int:
         suite=args.suite, out=Path(args.out), shards=args.shards, run=args.run, history=args.history,
         baseline=args.baseline, nights=args.nights, jobs=args.jobs, repo=Path(args.repo),
         allow_missing=args.allow_missing, strict=args.strict, bisect=not args.no_bisect, device=args.device,
+        noise_profile=args.noise_profile,
         confirm_args=split_args(args.confirm_args, "--confirm-args"),
         bisect_args=split_args(args.bisect_args, "--bisect-args"),
         bench_args=split_args(args.bench_args, "--bench-args"))
     if cfg.out.exists() and not cfg.out.is_dir():
         raise PerfciError(f"--out {cfg.out}: not a directory")
+    if cfg.noise_profile:  # before any stage runs: a bad profile is bad input, said in one line
+        from perfci.compare.inputs import read_profile
+
+        read_profile(cfg.noise_profile)
     outcome, decision = run_night(cfg, args.fault)
     if decision.exit_code == EXIT_USAGE:
         raise PerfciError(f"{decision.headline} (see {cfg.out / 'summary.md'})")

@@ -29,10 +29,12 @@ BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative t
 
 def baseline(n: Night) -> tuple[str, str]:
     from perfci.compare.comparison import CompareOptions
-    from perfci.compare.inputs import check_same_device, read_any
+    from perfci.compare.identity import with_identity
+    from perfci.compare.inputs import check_same_device, read_any, read_profile
     from perfci.compare.verdicts import compare
 
     cfg = n.cfg
+    profile = read_profile(cfg.noise_profile) if cfg.noise_profile else None
     nights = _store_nights(n)
     plan = core.baseline_plan(len(nights), cfg.baseline is not None)
     if plan == "first":
@@ -42,14 +44,15 @@ def baseline(n: Night) -> tuple[str, str]:
     if plan == "pooled":
         from perfci.history.cli import pooled_comparison
 
-        result = pooled_comparison(cfg.history, str(n.run_path), None, CompareOptions(), cfg.nights)
+        result = pooled_comparison(cfg.history, str(n.run_path), profile, CompareOptions(), cfg.nights)
+        result = with_identity(result, None, read_any(n.run_path))
         n.baseline = f"history {cfg.history}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
         n.good_sha = core.strip_dirty(nights[-1].info.git_sha)
     else:
         path = cfg.baseline if plan == "csv" else str(Path(cfg.history) / "runs" / f"{nights[-1].info.run_id}.csv")
         base, cur = read_any(path), read_any(n.run_path)
         check_same_device(base, cur)
-        result = compare(base, cur)
+        result = with_identity(compare(base, cur, profile), base, cur)
         n.baseline = (f"--baseline {path}" if plan == "csv" else
                       f"history {cfg.history}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))

@@ -28,6 +28,7 @@ class NightConfig:
     strict: bool = False
     bisect: bool = True
     device: str = "auto"
+    noise_profile: str | None = None  # calibrate's JSON for this device; None: the arch's built-in
     confirm_args: tuple[str, ...] = ()
     bisect_args: tuple[str, ...] = ()
     bench_args: tuple[str, ...] = ()

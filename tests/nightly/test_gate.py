@@ -188,3 +188,29 @@ def test_overlapping_shards_are_bad_input(repo, measured, tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "overlap" in lines[0], proc.stderr
+
+
+def test_the_devices_own_noise_profile_sets_the_floor(repo, measured, tmp_path):
+    # One case 1.9x slower tonight: regressed under the cpu built-in floor (75%); a calibrated
+    # profile of this device with a 95% floor (its A/A nights were that noisy) holds it back.
+    rows = read_rows(measured)
+    base = write_rows(tmp_path / "base.csv", rows)
+    slow = [dict(r) for r in rows]
+    slow[0]["median_us"] = f"{1.9 * float(slow[0]['median_us']):.4f}"
+    slow[0]["repeats_us"] = ";".join(f"{1.9 * float(x):.4f}" for x in slow[0]["repeats_us"].split(";"))
+    cur = write_rows(tmp_path / "cur.csv", slow)
+    profile = tmp_path / "noisy-cpu.json"
+    profile.write_text('{"name": "noisy-cpu", "arch": "cpu", "floor_pct": 95, "unclocked_floor_pct": 95, '
+                       '"band_floor_pct": 95, "unclocked_band_floor_pct": 95, "clock_swing_pct": 5, '
+                       '"suite_floor_pct": 95, "source": "a test"}')
+    built_in = night(repo, tmp_path / "a", "--run", str(cur), "--baseline", str(base), "--no-bisect",
+                     "--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1")
+    assert verdict(tmp_path / "a")["cases"][0]["verdict"] == "regressed", built_in.stderr
+    calibrated = night(repo, tmp_path / "b", "--run", str(cur), "--baseline", str(base), "--no-bisect",
+                       "--noise-profile", str(profile))
+    v = verdict(tmp_path / "b")
+    assert calibrated.returncode == 0, calibrated.stderr
+    assert all(c["verdict"] != "regressed" for c in v["cases"])
+    assert "noisy-cpu" in (tmp_path / "b" / "summary.md").read_text()
+    missing = night(repo, tmp_path / "c", "--run", str(cur), "--baseline", str(base), "--noise-profile", "nope.json")
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
