@@ -34,7 +34,7 @@ export GIT_AUTHOR_NAME=perfci GIT_AUTHOR_EMAIL=perfci@example.invalid GIT_COMMIT
      && sed -i 's/(64, KernelConfig(64, 128, 64, GROUP_M=8, num_warps=4, num_stages=4)),/(64, KernelConfig(64, 128, 64, GROUP_M=8, num_warps=4, num_stages=6)),  # plant/' kernels/_configs.py \
      && git commit -qam "6 stages" && git show --stat HEAD | tail -2 \
      && PYTHONPATH=/tmp/site:$DEMO timeout $((560 - (SECONDS - T0))) python3 -m perfci confirm HEAD~1 HEAD \
-        --suite small-m.toml --min-rounds 4 --max-rounds 10 --budget $((520 - (SECONDS - T0))) \
+        --suite small-m.toml --min-rounds 4 --max-rounds 6 --budget $((420 - (SECONDS - T0))) \
         --format json > "$R/stages.json" 2> "$R/stages.err"; echo "confirm 4 vs 6 stages: exit $?")
   grep -v -i warning "$R/stages.err" | tail -6
   echo "done at $((SECONDS - T0)) s"

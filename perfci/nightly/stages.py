@@ -8,9 +8,11 @@ results mean is decided in :mod:`perfci.nightly.core`.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import shlex
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -22,6 +24,34 @@ from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv,
 from perfci.nightly.state import Night, commit_known, git
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
+CHECKOUT_LOCK = "perfci-nightly.lock"  # in the repository's common git dir, shared by its worktrees
+
+
+@contextlib.contextmanager
+def checkout_lock(n: Night):
+    """Hold the checkout for confirm or bisect: one of them at a time per repository.
+
+    Each keeps a journal of one session in the repository (to put it back after a
+    kill), and a second session finding it refuses, so two nights sharing a
+    checkout (two suites side by side, a Slurm verdict job per suite) would fail
+    one confirm or bisect as bad input. They wait for each other instead.
+    """
+    from filelock import FileLock
+
+    common = git(n.repo_root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if not common:
+        raise PerfciError(f"--repo {n.cfg.repo}: git cannot find its repository directory")
+    lock = FileLock(str(Path(common) / CHECKOUT_LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except TimeoutError:  # filelock.Timeout is a TimeoutError
+        print(f"perfci nightly: waiting for another perfci nightly's confirm or bisect in {n.repo_root}",
+              file=sys.stderr, flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 # --------------------------------------------------------------------------- 2. baseline (compare)
@@ -152,7 +182,8 @@ def confirm(n: Night) -> tuple[str, str]:
     n.files.append("flagged.json")
     words = ["confirm", n.good_sha, n.sha, "--suite", n.suite_word, "--cases", str(flagged_path),
              "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root), *n.cfg.confirm_args]
-    child = run_perfci(words, n.repo_root)
+    with checkout_lock(n):
+        child = run_perfci(words, n.repo_root)
     expect(child, (0, 1, 3))
     report = parse_json(child)
     atomic_write_text(n.cfg.out / "confirm.json", child.stdout)
@@ -199,7 +230,8 @@ def bisect(n: Night) -> tuple[str, str]:
         leftover = n.repo_root / BISECT_CSV
         there = leftover.exists()
         try:
-            child = run_perfci(words, n.repo_root)
+            with checkout_lock(n):
+                child = run_perfci(words, n.repo_root)
         finally:
             if not there:  # the bench's results file at the last commit measured in this tree
                 leftover.unlink(missing_ok=True)
