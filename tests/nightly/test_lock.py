@@ -1,0 +1,63 @@
+"""Two nights in one checkout take turns at confirm and bisect instead of one failing as bad input.
+
+On a 2-GPU H200 host, decode and prefill nights side by side in one checkout
+(benchmarks/h200_nightly_session5.sh) had prefill's confirm refused: decode's
+confirm journal was in the repository ("an earlier perfci confirm did not finish").
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.bisect.synth import git
+from perfci.nightly.stages import CHECKOUT_LOCK, checkout_lock
+from perfci.nightly.state import Night, NightConfig
+
+HOLD = """\
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+lock.release()
+"""
+
+
+def night_in(root: Path, tmp_path: Path) -> Night:
+    return Night(NightConfig(suite="tiny", out=tmp_path / "out", repo=root), repo_root=root)
+
+
+def test_a_second_night_waits_for_the_checkout_and_says_so(repo, tmp_path, capsys):
+    lock_path = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")) / CHECKOUT_LOCK
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock_path), "2"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with checkout_lock(night_in(repo, tmp_path)):
+            waited = time.monotonic() - started
+    finally:
+        holder.wait(timeout=30)
+    assert waited > 1.0  # it waited for the holder's 2 s, instead of going on (or failing)
+    assert "waiting for another perfci nightly's confirm or bisect" in capsys.readouterr().err
+
+
+def test_the_lock_is_the_repositorys_even_from_a_worktree(repo, tmp_path, capsys):
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree))
+    with checkout_lock(night_in(repo, tmp_path)):
+        # A night in the worktree finds the same lock held (a second FileLock object would wait).
+        from filelock import FileLock, Timeout
+
+        common = Path(git(worktree, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+        try:
+            FileLock(str(common / CHECKOUT_LOCK)).acquire(timeout=0.2)
+            raised = False
+        except Timeout:
+            raised = True
+    assert raised
+    with checkout_lock(night_in(worktree, tmp_path)):  # and free again afterwards, without waiting
+        pass
+    assert "waiting" not in capsys.readouterr().err
