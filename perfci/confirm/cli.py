@@ -62,6 +62,10 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="the smallest change that counts, in percent (default 1)")
     s.add_argument("--alpha", type=probability, default=0.05, help="false discovery rate across cases (default 0.05)")
     s.add_argument("--strict", action="store_true", help="exit 3 when any case stays inconclusive")
+    s.add_argument("--no-common-mode", dest="common_mode", action="store_false",
+                   help="judge every case on its own change: no run factor from the other cases, no suite "
+                        "shift. For cases chosen because they moved (compare's flags, which perfci nightly "
+                        "passes): judged relative to each other, a change they share would cancel out")
     w = p.add_argument_group("or measure a suite's cases in warm workers, one per revision (no bench command)")
     w.add_argument("--suite", metavar="SUITE", help="built-in suite or .toml (as perfci run): its cases are "
                    "measured by a worker per revision that imports torch once; a round costs only the "
@@ -175,7 +179,7 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
-                         min_effect_pct=args.min_effect, alpha=args.alpha)
+                         min_effect_pct=args.min_effect, alpha=args.alpha, common_mode=args.common_mode)
 
 
 def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str]):
@@ -194,7 +198,8 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
     bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), args.build, MetricSpec(), args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
-                         min_effect_pct=args.min_effect, alpha=args.alpha, suite=spec)
+                         min_effect_pct=args.min_effect, alpha=args.alpha, common_mode=args.common_mode,
+                         suite=spec)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -225,7 +230,8 @@ def _decider(cfg):
                                         min_effect_pct=cfg.min_effect_pct)
 
     def decide(rounds, force: bool):
-        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force)
+        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force,
+                             common_mode=cfg.common_mode)
         return look.confirmation, look.stop
 
     return decide

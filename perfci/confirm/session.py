@@ -43,6 +43,7 @@ class ConfirmConfig:
     budget_s: float | None = None
     min_effect_pct: float = 1.0
     alpha: float = 0.05
+    common_mode: bool = True  # False: every case judged absolutely (a set chosen because it moved)
     arguments: dict = field(default_factory=dict)
     suite: "SuiteSpec | None" = None  # --suite: warm workers measure these cases (perfci.confirm.warm)
 

@@ -275,6 +275,14 @@ def decide(o: Outcome) -> Decision:
             extra = f" and {len(slow) - 1} more" if len(slow) > 1 else ""
             culprit = f"; culprit {o.culprit.sha[:12]} {o.culprit.subject!r}" if o.culprit else ""
             red.append(f"regression confirmed: {what}{extra}{culprit}")
+        elif o.confirm_suite == "inconclusive":
+            # Confirm judged the cases relative to a shift they share, and could not judge that
+            # shift: their "unchanged" says nothing about tonight against the good night.
+            shared = [c for c in compare_regressed if c.key in {k.key for k in o.confirmed}]
+            if shared or suite_regressed:
+                what = _cases([c.key for c in shared], 3) if shared else "the suite as a whole"
+                red.append(f"regression (compare; not confirmed: confirm could not decide the shift "
+                           f"the flagged cases share): {what}")
         else:
             cleared = [c.key for c in o.confirmed if c.verdict in ("unchanged", "improved")]
             if cleared:

@@ -180,8 +180,13 @@ def confirm(n: Night) -> tuple[str, str]:
     flagged_path = n.cfg.out / "flagged.json"
     atomic_write_text(flagged_path, json.dumps(data, indent=2) + "\n")
     n.files.append("flagged.json")
+    # --no-common-mode: these cases were chosen because they moved, so what they share is the
+    # regression itself; judged relative to each other (confirm's default) it would cancel out.
+    # On a 2-GPU H200, a change that slowed most cases of a confirm session by ~20% read as
+    # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/call3-group).
     words = ["confirm", n.good_sha, n.sha, "--suite", n.suite_word, "--cases", str(flagged_path),
-             "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root), *n.cfg.confirm_args]
+             "--no-common-mode", "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root),
+             *n.cfg.confirm_args]
     with checkout_lock(n):
         child = run_perfci(words, n.repo_root)
     expect(child, (0, 1, 3))

@@ -58,6 +58,13 @@ def test_two_revisions_with_the_same_bench_are_not_confirmed_slower(history, tmp
     assert case["verdict"] in ("unchanged", "inconclusive") and case["ci_low"] < 1.0 + 0.01
 
 
+def test_no_common_mode_reaches_the_analysis(history, tmp_path):
+    proc = confirm(history.path, history.good, "HEAD", "--no-common-mode", "--min-rounds", "3", "--max-rounds", "3",
+                   "--format", "json", "--", "./bench.py", env=noise(tmp_path))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["summary"]["suite"]["reason"] == "common mode off"  # not "fewer than 6 cases"
+
+
 @pytest.mark.parametrize("args, message", [
     (["nope", "HEAD", "--", "./bench.py"], "BASE 'nope' is not a commit"),
     (["HEAD", "HEAD", "--", "./bench.py"], "are the same commit"),

@@ -57,6 +57,20 @@ def test_compare_noise_that_confirm_clears_is_clean_and_said():
     assert any("compare's flag was noise" in w for w in d.warnings)
 
 
+def test_cases_cleared_only_relative_to_an_undecided_shared_shift_stay_red():
+    # Confirm's default judges cases relative to each other; the nightly asks for absolute verdicts
+    # (--no-common-mode), and should a session still report an undecided suite shift, its
+    # "unchanged" cannot clear compare's flags.
+    o = night(cases=(("regressed", A), ("regressed", B)), flagged=(A, B),
+              confirmed=conf(("unchanged", A), ("unchanged", B), ratio=1.0), confirm_suite="inconclusive")
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (1, False)
+    assert "confirm could not decide the shift the flagged cases share" in d.headline
+    assert not any("compare's flag was noise" in w for w in d.warnings)
+    cleared = core.decide(replace(o, confirm_suite="unchanged"))
+    assert cleared.exit_code == 0 and any("compare's flag was noise" in w for w in cleared.warnings)
+
+
 def test_an_unconfirmed_regression_stays_red_but_not_confirmed():
     skipped = tuple(Stage(s.name, core.SKIPPED, "the baseline names no commit") if s.name == "confirm" else s
                     for s in stages())
