@@ -98,6 +98,7 @@ class _Prepared:
     shift: float  # HL shift before the common mode
     own_clock: float | None = None  # log ratio of this case's own median clocks, cur/base
     repeat_clocks: bool = True  # False: repeats judged in time, only the runs' levels in cycles
+    unreferenced: bool = False  # power-limited, and no other case said what the device's clock did
 
 
 def _own_clock_shift(b: ResultRow, c: ResultRow) -> float | None:
@@ -128,6 +129,7 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
     if opts.clock_normalize and known and own is not None:
         cb, cc = _clocks(b, lb.size), _clocks(c, lc.size)
         limited = _power_limited(b) or _power_limited(c)
+        unreferenced = limited and device_clock[True] is None
         if limited and device_clock[True] is not None:
             # Under a power cap the kernel sets its own clock: a schedule that
             # draws more power runs slower *because* its clock falls, so its own
@@ -150,7 +152,8 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
             lb, lc = lb + level_b, lc + level_c
         normalized = True
     shift = float(np.median(lc[:, None] - lb[None, :]))
-    return _Prepared(b, c, lb, lc, e, known, normalized, shift, own, repeat_clocks)
+    return _Prepared(b, c, lb, lc, e, known, normalized, shift, own, repeat_clocks,
+                     unreferenced=normalized and unreferenced)
 
 
 def _width(base: np.ndarray, cur: np.ndarray) -> float:
@@ -168,7 +171,13 @@ def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOpt
              and b.median_us and cb[b.key].median_us]
     limited = [s for b, c in pairs if _power_limited(b) or _power_limited(c)
                for s in [_own_clock_shift(b, c)] if s is not None]
-    device_clock = {True: float(np.median(limited)) if len(limited) >= 3 else None}
+    # The device's clock shift: the median over its other power-limited cases; with fewer than
+    # three, over every case with clocks (on an H200, a 3-case suite had one power-limited case, a
+    # GROUP_M 8 -> 1 change ran +5.7% at a 4.5% lower clock of its own, and with its own clock
+    # divided out it read +1.0%, unchanged); with fewer than three of those, unknown (a note says so).
+    clocked = [s for b, c in pairs for s in [_own_clock_shift(b, c)] if s is not None]
+    reference = limited if len(limited) >= 3 else clocked
+    device_clock = {True: float(np.median(reference)) if len(reference) >= 3 else None}
     return [_prepare(b, c, arch, opts, device_clock) for b, c in pairs]
 
 
@@ -493,6 +502,12 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
                     f"{100 * math.expm1(p.own_clock):+.0f}% against the device's {100 * math.expm1(device):+.0f}%"
                     f"; a kernel that draws more power runs at a lower clock under a power cap, so "
                     f"this is judged as part of its time")
+    for p in prepared:
+        if p.unreferenced:
+            notes.append(f"{p.base.kernel} {p.base.shape} {p.base.dtype}: ran under a power limit and fewer "
+                         f"than 3 cases had clocks to tell what the device's clock did, so its own clock "
+                         f"({100 * math.expm1(p.own_clock or 0.0):+.0f}%) was divided out; a kernel that draws "
+                         f"more power slows its own clock, which this hides: compare more cases")
     per_us = f", each plus {profile.floor_us:g} us / base time" if profile.floor_us else ""
     notes.append(f"noise profile {profile.name}: floor {profile.floor_pct:g}% with clocks, "
                  f"{profile.unclocked_floor_pct:g}% without{per_us} ({profile.source})"
