@@ -372,9 +372,10 @@ def splitk_config(kind: tuple[str, str], dtype_key: str, m: int, n: int, k: int,
         # 57 us vs 72 us), since each program re-reads A for fewer N columns.
         if -(-m // 16) * -(-n // 64) >= 2 * sms:
             return KernelConfig(BLOCK_M=16, BLOCK_N=128, BLOCK_K=block_k // 2, num_warps=4, num_stages=4)
-        # 4 warps as measured on the H200 (triton 3.6). Triton 3.9's ptxas (13.x, --regAllocOptLevel=2)
-        # spills 8 B of this config (`perfci compile decode --arch sm_90`; 8 warps would not): kept,
-        # as an accepted spill in perfci/compile/report.py, until the H200 measures the alternative.
+        # 4 warps: on the H200 (triton 3.6, spill-free there) `perfci confirm --suite decode` measured
+        # 8 warps 2.8-11% slower on four cases (1x4096x14336 +3.4%, 64x1024x6144 +11%). Triton 3.9's
+        # ptxas spills 8 B of this config (`perfci compile decode --arch sm_90`), accepted in
+        # perfci/compile/report.py for that reason.
         return KernelConfig(BLOCK_M=16, BLOCK_N=64, BLOCK_K=block_k, num_warps=4, num_stages=4)
     block_m = 16 if m <= 16 else 32
     return KernelConfig(
