@@ -44,7 +44,10 @@ from perfci.confirm.analysis import Round, StoppingRule, look  # noqa: E402
 DATA = ROOT / "benchmarks" / "results" / "h200-2026-11-30c"
 RECORDINGS = {"call1 (shared)": DATA / "call1" / "rounds-full.jsonl",
               "call2 (shared)": DATA / "call2" / "rounds-record.jsonl",
-              "call3 (fork)": DATA / "call3" / "rounds-record-fork.jsonl"}
+              "call3 (fork)": DATA / "call3" / "rounds-record-fork.jsonl",
+              # 2026-12-01, another H200 of the same kind (benchmarks/h200_confirm_session4.sh MODE=record ISOLATION=run)
+              "12-01 (run)": ROOT / "benchmarks" / "results" / "h200-2026-12-01" / "call4-run-isolation" / "r"
+                             / "rounds-record-run.jsonl"}
 REVS = ("base", "aa", "p3", "p5")
 PAIR_POSITIONS = {"aa": (1, 6), "p3": (2, 5), "p5": (3, 4)}  # base is at (0, 7)
 
@@ -136,7 +139,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--out", help="also write the report here")
     args = ap.parse_args()
-    lines = ["# perfci confirm on the H200, 2026-11-30 (benchmarks/confirm_h200_analysis.py)", ""]
+    lines = ["# perfci confirm on the H200, 2026-11-30 and 12-01 (benchmarks/confirm_h200_analysis.py)", ""]
     seconds = {}
     for name, path in RECORDINGS.items():
         rounds, keys = load(path)
@@ -148,23 +151,25 @@ def main() -> int:
             cells = [f"{sizes[rev][k][0]:+.2f}% ±{sizes[rev][k][1]:.2f}" for rev in ("aa", "p3", "p5")]
             lines.append(f"| {' '.join(key)} | " + " | ".join(cells) + " |")
         lines.append("")
-    rounds, keys = load(RECORDINGS["call3 (fork)"])
-    resid = residual_runs(rounds, keys)
-    per_round = 4 * seconds["call3 (fork)"]
-    lines += [f"## Pseudo-sessions from the fork recording ({len(resid)} real runs, {args.trials} sessions per row, "
-              f"seed {args.seed})", "",
-              "A session stops when every case is decided; the A/A cases need ~20 rounds to be "
-              "`unchanged` within +-1%, so every session runs long. 'plant decided at' is the first look "
-              "that called the planted case regressed: what a session judging only that case "
-              "(`--cases`, the others measured for the common mode) would cost.", "",
-              "| plant | on case | found (regressed) | false verdicts, other cases | rounds median | p90 | "
-              "s per case, whole session | plant decided at (median round) | s per case then |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for label, case, found, false, med, p90, first in rates(resid, keys, args.trials, args.seed):
-        found_s = "" if math.isnan(found) else f"{found:.1f}%"
-        first_s = "" if math.isnan(first) else f"{first:.0f} | {first * per_round / len(keys):.0f}"
-        lines.append(f"| {label} | {case} | {found_s} | {false:.2f}% | {med:.0f} | {p90:.0f} | "
-                     f"{med * per_round / len(keys):.0f} | {first_s or ' | '} |")
+    for name in ("call3 (fork)", "12-01 (run)"):
+        rounds, keys = load(RECORDINGS[name])
+        resid = residual_runs(rounds, keys)
+        per_round = 4 * seconds[name]
+        lines += [f"## Pseudo-sessions from the {name} recording ({len(resid)} real runs, {args.trials} sessions "
+                  f"per row, seed {args.seed})", "",
+                  "A session stops when every case is decided; the A/A cases need ~20 rounds to be "
+                  "`unchanged` within +-1%, so every session runs long. 'plant decided at' is the first look "
+                  "that called the planted case regressed: what a session judging only that case "
+                  "(`--cases`, the others measured for the common mode) would cost.", "",
+                  "| plant | on case | found (regressed) | false verdicts, other cases | rounds median | p90 | "
+                  "s per case, whole session | plant decided at (median round) | s per case then |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for label, case, found, false, med, p90, first in rates(resid, keys, args.trials, args.seed):
+            found_s = "" if math.isnan(found) else f"{found:.1f}%"
+            first_s = "" if math.isnan(first) else f"{first:.0f} | {first * per_round / len(keys):.0f}"
+            lines.append(f"| {label} | {case} | {found_s} | {false:.2f}% | {med:.0f} | {p90:.0f} | "
+                         f"{med * per_round / len(keys):.0f} | {first_s or ' | '} |")
+        lines.append("")
     for name in ("aa", "p3"):
         path = DATA / "call1" / f"e2e-{name}.json"
         report = json.loads(path.read_text())
