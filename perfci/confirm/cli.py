@@ -76,12 +76,12 @@ def _options(p: argparse.ArgumentParser) -> None:
     w.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="with --suite (default auto)")
     w.add_argument("--repeats", type=int, default=7, metavar="R",
                    help="with --suite: repeats per case per run (default 7)")
-    w.add_argument("--isolation", choices=("fork", "run", "shared"), default="fork",
-                   help="with --suite. fork: a fresh process and device context per case and run, forked "
-                        "from the revision's warm worker; run: one such process per run (cheaper; not yet "
-                        "validated on a GPU); shared: one process per revision for the whole session, "
-                        "cheapest, but on an H200 each process gave decode kernels an offset of its own "
-                        "(+1 to +4.7%%), which reads as a change (default: fork)")
+    w.add_argument("--isolation", choices=("run", "fork", "shared"), default="run",
+                   help="with --suite. run: a fresh process and device context per run, forked from the "
+                        "revision's warm worker (on an H200: A/A within +-0.8%%, 3x cheaper than fork); "
+                        "fork: one per case and run; shared: one process per revision for the whole "
+                        "session, cheapest, but on an H200 each process gave decode kernels an offset of "
+                        "its own (+1 to +4.7%%), which reads as a change (default: run)")
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first")
     r.add_argument("--timeout", type=float, metavar="S", help="kill a bench run after S seconds (a failed run)")

@@ -45,7 +45,7 @@ class SuiteSpec:
     repeats: int = 7
     iters: int = 70
     timeout_s: float = 600.0
-    isolation: str = "fork"  # fork: a process per case and run; run: per run; shared: per revision
+    isolation: str = "run"  # run: a process per run; fork: per case and run; shared: per revision
 
 
 class WarmSides:
@@ -106,7 +106,7 @@ class WarmSides:
 
 
 def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, device: str,
-               repeats: int, timeout_s: float | None, isolation: str = "fork") -> SuiteSpec:
+               repeats: int, timeout_s: float | None, isolation: str = "run") -> SuiteSpec:
     """Load and select the cases from the current checkout's suites (as ``perfci run`` does)."""
     from perfci.measure.suites import load_case_keys, load_suite, project_root, select_cases
 
