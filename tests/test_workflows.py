@@ -9,6 +9,8 @@ kept under tests/data/workflows/, expanded to two H200 jobs: the same checks
 must catch it. Then the hardening rules every workflow keeps (pinned actions,
 no persisted credentials, least privilege, no `${{ }}` in scripts, no fork
 reaching a self-hosted runner), and zizmor, offline, over the real files.
+The A/A calibration workflow runs where the nightly's GPU 0 shard runs, and its
+step scripts are run here, with a stand-in for `perfci run`.
 """
 from __future__ import annotations
 
@@ -422,6 +424,248 @@ def test_only_the_named_jobs_write_and_self_hosted_jobs_only_read():
             if any(self_hosted(j.get("runs-on")) for _, j in job_instances(job)):
                 assert all(level != "write" for level in perms.values()), f"{path.name}: self-hosted {job_id} writes"
     assert writes == WRITES
+
+
+# --------------------------------------------------------------------------- the calibration
+
+
+CALIBRATE = WORKFLOWS / "calibrate-gpu.yml"
+AA_RUNS = ROOT / "benchmarks" / "results" / "h200-2026-11-30" / "aa"  # three A/A decode runs on the H200
+
+
+def for_device(value, device: str):
+    """``value`` with every ``${{ }}`` evaluated for ``inputs.device == device``.
+
+    Knows only what calibrate-gpu.yml uses: ``inputs.device`` and ``||`` chains
+    of ``inputs.device == 'X' && 'Y'`` terms and ``'Z'`` literals, evaluated as
+    GitHub does (``a && b || c``: b when a holds and b is not empty, else c).
+    """
+    if isinstance(value, list):
+        return [for_device(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: for_device(v, device) for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+
+    def one(m: re.Match) -> str:
+        expr = m.group(1)
+        if expr == "inputs.device":
+            return device
+        terms = [t.strip() for t in expr.split("||")]
+        for i, term in enumerate(terms):
+            cond = re.fullmatch(r"inputs\.device == '([^']*)' && '([^']*)'", term)
+            literal = re.fullmatch(r"'([^']*)'", term)
+            if cond:
+                if cond.group(1) == device and cond.group(2):
+                    return cond.group(2)
+                if i == len(terms) - 1:
+                    return "false" if cond.group(1) != device else ""
+            elif literal and i == len(terms) - 1:
+                return literal.group(1)
+            else:
+                return m.group(0)  # not the device: left as it is
+        return m.group(0)
+    return EXPR.sub(one, value)
+
+
+def calibrate_job(doc: dict | None = None) -> dict:
+    doc = doc or load(CALIBRATE)
+    assert set(doc["jobs"]) == {"calibrate"}
+    return doc["jobs"]["calibrate"]
+
+
+def test_calibrate_only_a_dispatch_starts_it_with_its_inputs():
+    doc = load(CALIBRATE)
+    assert triggers(doc) == {"workflow_dispatch"}
+    inputs = doc["on"]["workflow_dispatch"]["inputs"]
+    assert set(inputs) == {"device", "suite", "runs", "from_history", "commit"}
+    assert inputs["device"]["type"] == "choice" and inputs["device"]["options"] == list(DEVICES)
+    assert (inputs["suite"]["type"], inputs["suite"]["default"]) == ("string", "decode")
+    assert (inputs["runs"]["type"], inputs["runs"]["default"]) == ("number", 5)
+    assert (inputs["from_history"]["type"], inputs["from_history"]["default"]) == ("boolean", False)
+    # Inputs reach the scripts through env: only (the rules test checks no ${{ }} is in a run:).
+    env = calibrate_job(doc)["env"]
+    for name, var in (("device", "DEVICE"), ("suite", "SUITE"), ("runs", "RUNS"),
+                      ("from_history", "FROM_HISTORY"), ("commit", "COMMIT")):
+        assert env[var] == f"${{{{ inputs.{name} }}}}"
+    assert doc["permissions"] == {} and calibrate_job(doc)["permissions"] == {"contents": "read"}
+
+
+def test_calibrate_runs_where_the_nightly_measures_gpu_0_of_each_device():
+    """Per device: the runner labels, extras, GPU pinning and GPU-0 concurrency group of nightly's shard 1."""
+    nightly = load(WORKFLOWS / "nightly-gpu.yml")
+    shard1 = {c["device"]: (c, inst) for c, inst in job_instances(nightly["jobs"]["measure"]) if c["gpu"] == 0}
+    verdict = {c["device"]: inst for c, inst in job_instances(nightly["jobs"]["verdict"])}
+    job = calibrate_job()
+    assert isinstance(job["timeout-minutes"], int) and job["timeout-minutes"] > 0
+    for device, label in DEVICES.items():
+        inst = for_device(job, device)
+        combo, measure = shard1[device]
+        assert labels(inst["runs-on"]) == labels(measure["runs-on"]) == ["self-hosted", "linux", label]
+        group = inst["concurrency"]["group"]
+        assert group == measure["concurrency"]["group"] == verdict[device]["concurrency"]["group"] \
+            == f"perfci-gpu-{label}-0"
+        for key in ("cancel-in-progress", "queue"):
+            assert inst["concurrency"][key] == measure["concurrency"][key]
+        assert inst["env"]["EXTRAS"] == combo["extras"]
+        for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+            assert str(inst["env"][var]) == str(measure["env"][var]) == "0"
+    # A device that is not one: no runner of any device takes it.
+    assert labels(for_device(job, "gfx90a")["runs-on"])[-1] not in DEVICES.values()
+
+
+def test_calibrate_reuses_the_nightly_steps_and_uploads_after_calibrating():
+    nightly_text = (WORKFLOWS / "nightly-gpu.yml").read_text(encoding="utf-8")
+    text = CALIBRATE.read_text(encoding="utf-8")
+    # The same pinned actions, version comments included.
+    for line in re.findall(r"uses: \S+ # .*", text):
+        assert line in nightly_text, line
+    job = calibrate_job()
+    named = {s.get("name"): s for s in steps(job) if s.get("name")}
+    nightly_install = next(s for s in steps(load(WORKFLOWS / "nightly-gpu.yml")["jobs"]["measure"])
+                           if s.get("name", "").startswith("install perfci"))
+    assert named[nightly_install["name"]]["run"] == nightly_install["run"]
+    order = [s.get("name") or s.get("uses", "") for s in steps(job)]
+    upload = next(i for i, s in enumerate(steps(job)) if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
+    assert order.index("perfci calibrate") < upload and steps(job)[upload]["if"] == "always()"
+    assert steps(job)[upload]["with"]["path"] == "calibration/"
+    assert named["measure the A/A runs"]["if"] == "${{ !inputs.from_history }}"
+    assert named["take the A/A runs from perf-history"]["if"] == "inputs.from_history"
+    history_checkout = [s for s in steps(job) if (s.get("with") or {}).get("ref") == "perf-history"]
+    assert len(history_checkout) == 1 and history_checkout[0]["if"] == "inputs.from_history"
+
+
+def _step_script(name: str) -> str:
+    return next(s["run"] for s in steps(calibrate_job()) if s.get("name") == name)
+
+
+FAKE_PERFCI = """\
+#!{python}
+# perfci, except that `perfci run` copies the next of $FAKE_AA to --out (and exits $FAKE_RC).
+import os, shutil, sys
+from pathlib import Path
+args = sys.argv[1:]
+if args[:1] == ["run"]:
+    out = Path(args[args.index("--out") + 1])
+    done = len(list(out.parent.glob("*.csv")))
+    shutil.copy(os.environ["FAKE_AA"].split(os.pathsep)[done], out)
+    Path(args[args.index("--log-json") + 1]).write_text("")
+    sys.exit(int(os.environ.get("FAKE_RC", "0")))
+os.execv(sys.executable, [sys.executable, "-m", "perfci", *args])
+"""
+
+
+@pytest.fixture
+def runner(tmp_path):
+    """Runs calibrate-gpu.yml's step scripts as the runner does (bash -eo pipefail), on this machine."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Wrappers, not symlinks: a venv's python finds its site-packages only under its own path.
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    fake = bin_dir / "perfci"
+    fake.write_text(FAKE_PERFCI.format(python=sys.executable))
+    fake.chmod(0o755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    summary = tmp_path / "summary.md"
+    summary.touch()
+    base_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
+                "GITHUB_WORKSPACE": str(workspace), "GITHUB_STEP_SUMMARY": str(summary),
+                "GITHUB_RUN_ID": "4242", "PAUSE_S": "0", "CUDA_VISIBLE_DEVICES": "0",
+                "DEVICE": "h200", "SUITE": "decode", "RUNS": "3", "FROM_HISTORY": "false", "COMMIT": "",
+                "FAKE_AA": "", "FAKE_RC": "0"}
+
+    def run(name: str, cwd: Path | None = None, **env) -> subprocess.CompletedProcess:
+        script = tmp_path / "step.sh"
+        script.write_text(_step_script(name))
+        return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                              cwd=cwd or workspace, env={**base_env, **env}, capture_output=True,
+                              text=True, timeout=120)
+    run.workspace, run.summary = workspace, summary
+    return run
+
+
+def _aa(*names: str) -> str:
+    return ":".join(str(AA_RUNS / n) for n in names)
+
+
+def test_calibrate_measures_then_writes_a_profile_and_the_commands_to_commit_it(runner):
+    from perfci.compare.inputs import read_profile
+
+    aa = _aa("decode-q1.csv", "decode-q2.csv", "decode-q3.csv")
+    assert runner("check the inputs").returncode == 0
+    measured = runner("measure the A/A runs", cwd=ROOT, FAKE_AA=aa)
+    assert measured.returncode == 0, measured.stdout + measured.stderr
+    runs = sorted(p.name for p in (runner.workspace / "calibration" / "runs").glob("*.csv"))
+    assert runs == ["aa-01.csv", "aa-02.csv", "aa-03.csv"]
+    done = runner("perfci calibrate")
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = read_profile(str(runner.workspace / "calibration" / "noise-profile.json"))
+    assert profile.arch == "sm_90" and 0 < profile.floor_pct < 100
+    summary = runner.summary.read_text()
+    assert f"Floor: **{profile.floor_pct}%**" in summary
+    assert "- run 3 of 3, `perfci run decode`: exit 0" in summary
+    for line in ("gh run download 4242 --name noise-profile-h200 --dir noise-profile-h200",
+                 "cp noise-profile-h200/noise-profile.json baselines/h200/noise-profile.json",
+                 "git add baselines/h200/noise-profile.json", "git commit -m"):
+        assert line in summary
+    # A run with a broken case still counts; a bad-input exit stops the measuring.
+    assert "::warning::run 1" in runner("measure the A/A runs", cwd=ROOT, FAKE_AA=aa + ":" + aa, FAKE_RC="1").stdout
+    stopped = runner("measure the A/A runs", cwd=ROOT, FAKE_AA=aa + ":" + aa, FAKE_RC="2")
+    assert stopped.returncode == 2 and "run 1: perfci run exited 2; stopping" in stopped.stdout
+
+
+def test_calibrate_refuses_what_is_not_a_profile_of_this_device(runner):
+    aa = _aa("decode-q1.csv", "decode-q2.csv", "decode-q3.csv")
+    runner("measure the A/A runs", cwd=ROOT, FAKE_AA=aa)
+    # The H200's runs on the gfx942 runners: a mislabelled runner.
+    wrong = runner("perfci calibrate", DEVICE="gfx942")
+    assert wrong.returncode == 2 and "not gfx942's gfx942" in wrong.stdout
+    # The same run twice is no A/A pair: perfci calibrate's own refusal, its exit code.
+    runs = runner.workspace / "calibration" / "runs"
+    for p in runs.glob("*.csv"):
+        p.unlink()
+    for i in (1, 2):
+        shutil.copy(AA_RUNS / "decode-q1.csv", runs / f"aa-0{i}.csv")
+    same = runner("perfci calibrate")
+    assert same.returncode == 2 and "perfci calibrate refused these runs (exit 2)" in same.stdout
+    assert "**perfci calibrate exit 2**: no profile." in runner.summary.read_text()
+
+
+def test_calibrate_from_history_takes_the_last_runs_of_the_suite_and_commit(runner):
+    from perfci.history.store import add_runs
+
+    store = runner.workspace / "perf-history" / "h200"
+    add_runs(store, [str(AA_RUNS / n) for n in ("decode-q1.csv", "prefill-q1.csv", "decode-q2.csv", "decode-q3.csv")])
+    env = {"FROM_HISTORY": "true", "RUNS": "2", "COMMIT": "550444fbd733"}
+    assert runner("check the inputs", **env).returncode == 0
+    took = runner("take the A/A runs from perf-history", **env)
+    assert took.returncode == 0, took.stdout + took.stderr
+    runs = sorted(p.name for p in (runner.workspace / "calibration" / "runs").glob("*.csv"))
+    assert len(runs) == 2 and all("_decode_550444fbd733_" in r for r in runs)
+    assert runs[0].startswith("20261130T190513Z")  # the newest two, not the oldest
+    assert runner("perfci calibrate", **env).returncode == 0
+    # Fewer than asked: a warning; another commit's runs only: none to take.
+    assert "::warning::only 3 decode runs" in runner("take the A/A runs from perf-history", **{**env, "RUNS": "5"}).stdout
+    none = runner("take the A/A runs from perf-history", **{**env, "COMMIT": "0123456789ab"})
+    assert none.returncode == 2 and "holds 0 decode runs of 0123456789ab" in none.stdout
+
+
+@pytest.mark.parametrize("bad", [{"RUNS": "1"}, {"RUNS": "11"}, {"RUNS": "5;true"}, {"SUITE": "decode; rm -rf ~"},
+                                 {"SUITE": "-h"}, {"DEVICE": "gfx90a"}, {"COMMIT": "main", "FROM_HISTORY": "true"},
+                                 {"COMMIT": "0123456"}])
+def test_calibrate_refuses_bad_inputs(runner, bad):
+    checked = runner("check the inputs", **bad)
+    assert checked.returncode == 2 and "::error::" in checked.stdout
+
+
+def test_zizmor_finds_nothing_in_the_calibration_at_either_persona():
+    """The directory-wide zizmor tests cover it; this names it, so it is not left out unseen."""
+    for persona in ("regular", "pedantic"):
+        findings = zizmor_findings("--persona", persona, str(CALIBRATE.relative_to(ROOT)))
+        assert findings == [], _where(findings)
 
 
 # --------------------------------------------------------------------------- the rules, on every workflow
