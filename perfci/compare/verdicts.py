@@ -171,10 +171,9 @@ def _comparable(base: ResultTable, cur: ResultTable, arch: str, opts: CompareOpt
              and b.median_us and cb[b.key].median_us]
     limited = [s for b, c in pairs if _power_limited(b) or _power_limited(c)
                for s in [_own_clock_shift(b, c)] if s is not None]
-    # The device's clock shift: the median over its other power-limited cases; with fewer than
-    # three, over every case with clocks (on an H200, a 3-case suite had one power-limited case, a
-    # GROUP_M 8 -> 1 change ran +5.7% at a 4.5% lower clock of its own, and with its own clock
-    # divided out it read +1.0%, unchanged); with fewer than three of those, unknown (a note says so).
+    # The device's clock shift: the median over its power-limited cases, or with fewer than three over
+    # every clocked case (H200, 3-case suite: GROUP_M 8 -> 1 ran +5.7% at its own -4.5% clock and read
+    # +1.0% with that clock divided out); with fewer than three of those, unknown (a note says so).
     clocked = [s for b, c in pairs for s in [_own_clock_shift(b, c)] if s is not None]
     reference = limited if len(limited) >= 3 else clocked
     device_clock = {True: float(np.median(reference)) if len(reference) >= 3 else None}

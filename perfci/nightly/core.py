@@ -70,6 +70,8 @@ class Judged:
     ratio: float | None = None  # judged cur/base (adjusted where compare adjusts), > 1 slower
     ci_low: float | None = None
     ci_high: float | None = None
+    explain: str = ""  # compare --explain's reading of a regressed / improved case
+    explain_sides: tuple[tuple[str, str, str], ...] = ()  # (what, base, tonight), as compare --explain
 
     @property
     def key(self) -> Key:

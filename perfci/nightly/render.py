@@ -14,6 +14,7 @@ from perfci.nightly import core
 
 ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
 MAX_ROWS = 60
+MAX_EXPLAINED = 10  # cases with a side-by-side in the reports; compare.json has every one
 
 
 def us(value: float | None) -> str:
@@ -85,6 +86,22 @@ def _confirm_table(o: core.Outcome) -> list[str]:
     return out
 
 
+def _explained(o: core.Outcome) -> list[str]:
+    """compare --explain for the regressed / improved cases: the reading, then what differs."""
+    cases = [c for c in o.cases or () if c.explain]
+    out: list[str] = []
+    for c in cases[:MAX_EXPLAINED]:
+        out.append(f"- {_case(c.key)} ({c.verdict} {pct(c.ratio)}): {_cell(c.explain)}")
+        differs = [(w, b, t) for w, b, t in c.explain_sides if b != t]
+        if differs:
+            out += ["", "  | what | base | tonight |", "  |---|---|---|"]
+            out += [f"  | {_cell(w)} | {_cell(b) or '-'} | {_cell(t) or '-'} |" for w, b, t in differs]
+            out.append("")
+    if len(cases) > MAX_EXPLAINED:
+        out.append(f"- … {len(cases) - MAX_EXPLAINED} more in compare.json")
+    return out
+
+
 def _culprit(o: core.Outcome) -> list[str]:
     c = o.culprit
     if c is None:
@@ -116,6 +133,9 @@ def summary_md(o: core.Outcome, d: core.Decision) -> str:
         out += ["", "#### Compare", ""] + table
     if o.confirmed is not None:
         out += ["", f"#### Confirm (`{o.good_sha[:12]}` -> `{o.sha[:12]}`)", ""] + _confirm_table(o)
+    why = _explained(o)
+    if why:
+        out += ["", "#### Why (compare --explain)", ""] + why
     culprit = _culprit(o)
     if culprit:
         out += ["", "#### Culprit", ""] + culprit
@@ -135,6 +155,9 @@ def issue_md(o: core.Outcome, d: core.Decision) -> str:
     table = _compare_table(o)
     if table:
         out += ["", "### Tonight's verdicts", ""] + table
+    why = _explained(o)
+    if why:
+        out += ["", "### Why (compare --explain: base against tonight)", ""] + why
     plots = [f for f in o.files if f.endswith(".png")]
     if plots:
         out += ["", "### Plots (in this night's artifact)", ""]

@@ -86,6 +86,11 @@ def baseline(n: Night) -> tuple[str, str]:
         n.baseline = (f"--baseline {path}" if plan == "csv" else
                       f"history {cfg.history}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
+    # The side-by-side of every regressed / improved case; a pooled baseline is read from its newest night.
+    from perfci.compare.explain import with_explain
+
+    newest = cfg.baseline if plan == "csv" else str(Path(cfg.history) / "runs" / f"{nights[-1].info.run_id}.csv")
+    result = with_explain(result, read_any(newest), read_any(n.run_path))
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
@@ -131,8 +136,10 @@ def _column(path: str, column: str) -> str:
 
 
 def _judged(c) -> core.Judged:
+    ex = c.explain
     return core.Judged(c.kernel, c.shape, c.dtype, c.verdict, c.reason, c.base_us, c.cur_us,
-                       c.adj_ratio if c.adj_ratio is not None else c.ratio, c.ci_low, c.ci_high)
+                       c.adj_ratio if c.adj_ratio is not None else c.ratio, c.ci_low, c.ci_high,
+                       ex.reading if ex is not None else "", tuple(ex.sides) if ex is not None else ())
 
 
 def _write_compare(n: Night, result) -> None:

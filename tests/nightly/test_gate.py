@@ -214,3 +214,22 @@ def test_the_devices_own_noise_profile_sets_the_floor(repo, measured, tmp_path):
     assert "noisy-cpu" in (tmp_path / "b" / "summary.md").read_text()
     missing = night(repo, tmp_path / "c", "--run", str(cur), "--baseline", str(base), "--noise-profile", "nope.json")
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_the_issue_body_says_why_from_the_recorded_resources(repo, tmp_path):
+    # Real H200 runs (2026-12-01, benchmarks/h200_session5_explain.sh): the large-M tile at 4 warps
+    # instead of 8 spills. The night's issue body carries compare --explain's reading and side-by-side.
+    data = Path(__file__).resolve().parents[1] / "data" / "compare"
+    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "h200_explain_cases.toml"
+    out = tmp_path / "n"
+    proc = perfci(repo, "nightly", str(suite), "--out", str(out), "--run", str(data / "h200_3case_spill_w4.csv"),
+                  "--baseline", str(data / "h200_3case_base.csv"), "--no-bisect")
+    assert proc.returncode == 1, proc.stderr
+    issue = (out / "issue.md").read_text()
+    why = issue[issue.index("### Why (compare --explain"):]
+    assert "`matmul_tiled 4096x4096x4096 bf16` (regressed" in why
+    assert "config changed (num_warps 8 -> 4); spills 0 -> 188, occupancy 8 -> 4" in why
+    assert "| spills | 0 | 188 |" in why and "64x8192x8192" not in why  # the unchanged case has no reading
+    cases = {(c["kernel"], c["shape"]): c for c in verdict(out)["cases"]}
+    assert cases[("matmul_tiled", "8192x8192x8192")]["explain"].startswith("config changed (num_warps 8 -> 4)")
+    assert cases[("matmul_tiled", "64x8192x8192")]["explain"] == ""
