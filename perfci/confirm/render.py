@@ -35,6 +35,27 @@ def _case_dict(case: CaseConfirmation) -> dict:
             "spread_pct": _clean(case.spread_pct), "reason": case.reason}
 
 
+def _explanations(conf: Confirmation, rounds) -> dict:
+    """compare --explain's reading of every regressed / improved case, from each side's first ok run
+    (``--suite`` only: a bench command records no resources)."""
+    from perfci.compare.explain import EXPLAINED, explain_case
+
+    base, cur = (getattr(rounds, "rows", None) or {}).get("base", {}), (getattr(rounds, "rows", None) or {}).get("cur", {})
+    if not base and not cur:
+        return {}
+    return {c.key: explain_case(c.key[0], base.get(c.key), cur.get(c.key))
+            for c in conf.cases if c.verdict in EXPLAINED and len(c.key) == 3}
+
+
+def _explain_text(conf: Confirmation, rounds) -> list[str]:
+    out = []
+    for key, ex in _explanations(conf, rounds).items():
+        width = max((len(w) for w, _, _ in ex.sides), default=0)
+        out += ["", f"explain {' '.join(key)}: {ex.reading}"]
+        out += [f"  {'*' if b != c else ' '} {w.ljust(width)}  {b or '-'}  ->  {c or '-'}" for w, b, c in ex.sides]
+    return out
+
+
 def _headline(conf: Confirmation) -> str:
     parts = [f"{n} {v}" for v, n in conf.counts.items() if n]
     return ", ".join(parts) or "no case"
@@ -73,6 +94,7 @@ def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
             out.append("  ".join("-" * w for w in widths))
     out.append("")
     out.extend(_summary(conf, rounds, sides, cfg))
+    out.extend(_explain_text(conf, rounds))
     return "\n".join(out) + "\n"
 
 
@@ -87,6 +109,13 @@ def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
         name = " ".join(case.key).replace("|", "\\|")
         out.append(f"| {verdict} | `{name}` | {_pct(case.ratio)} | {ci} | {case.rounds} | {q} |")
+    for key, ex in _explanations(conf, rounds).items():
+        name = " ".join(key).replace("|", "\\|")
+        out += ["", f"<details><summary><code>{name}</code>: {ex.reading}</summary>", "",
+                "| what | base | cur |", "|---|---|---|"]
+        out += [f"| {'**' + w + '**' if b != c else w} | {b or '-'} | {c or '-'} |".replace("\n", " ")
+                for w, b, c in ex.sides]
+        out += ["", "</details>"]
     return "\n".join(out) + "\n"
 
 
@@ -99,6 +128,13 @@ def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
                "suite": {k: _clean(v) for k, v in asdict(conf.suite).items()}}
     data = {"base": {"ref": base.ref, "sha": base.sha}, "cur": {"ref": cur.ref, "sha": cur.sha},
             "summary": summary, "cases": [_case_dict(c) for c in conf.cases]}
+    from perfci.compare.explain import explain_json
+
+    explained = _explanations(conf, rounds)
+    for case in data["cases"]:
+        key = (case.get("kernel"), case.get("shape"), case.get("dtype"))
+        if key in explained:
+            case["explain"] = explain_json(explained[key])
     return json.dumps(data, indent=2) + "\n"
 
 

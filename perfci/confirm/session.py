@@ -67,6 +67,7 @@ class Rounds:
     runs: list[list[tuple[str, dict[Key, float] | None]]] = field(default_factory=list)
     bench_runs: int = 0
     seconds: float = 0.0
+    rows: dict = field(default_factory=dict)  # --suite: side -> {case: ResultRow} of its first ok run
 
     @property
     def completed(self) -> int:
@@ -122,10 +123,11 @@ def run(cfg: ConfirmConfig, progress: Progress,
         if cfg.suite is None:
             judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side))
         else:
-            from perfci.confirm.warm import WarmSides
+            from perfci.confirm.warm import WarmSides, first_rows
 
             with WarmSides(cfg.suite, sides, progress.note) as warm:
                 judgement, rounds = _rounds(cfg, sides, progress, decide, warm.measure)
+            rounds.rows = first_rows(warm.first, cfg.suite.suite)
         return judgement, rounds, sides
     finally:
         gitops.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal

@@ -63,6 +63,7 @@ class WarmSides:
         self._runners: dict[str, object] = {}
         self._stack = ExitStack()
         self.device = ""
+        self.first: dict[str, dict[tuple[str, ...], tuple]] = {}  # side -> case -> (CaseResult, env)
 
     def __enter__(self) -> "WarmSides":
         from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock
@@ -93,9 +94,18 @@ class WarmSides:
         self._stack.close()
 
     def measure(self, side) -> tuple[dict[tuple[str, ...], float], str]:
-        results = []
-        self._runners[side.name].run(self.spec.cases, lambda i, result, raw: results.append(result))
+        results, envs = [], []
+
+        def done(i, result, raw):
+            results.append(result)
+            envs.append(raw.get("env"))
+
+        self._runners[side.name].run(self.spec.cases, done)
         values = {r.spec.key: float(r.median_us) for r in results if r.status == "ok" and r.median_us}
+        first = self.first.setdefault(side.name, {})
+        for r, env in zip(results, envs):  # each case's first ok run per side: what --explain reads
+            if r.status == "ok" and env and r.spec.key not in first:
+                first[r.spec.key] = (r, env)
         for r in results:
             if r.status != "ok":
                 self._note(f"{' '.join(r.spec.key)} at {side.name.upper()}: {r.status} {r.message}".strip())
@@ -103,6 +113,25 @@ class WarmSides:
             first = next((r for r in results if r.status != "ok"), None)
             return {}, f"no case measured: {first.status} {first.message}" if first else "no case measured"
         return values, ""
+
+
+def first_rows(first: dict[str, dict[tuple[str, ...], tuple]], suite: str) -> dict[str, dict]:
+    """side -> {case key: ResultRow} of each case's first ok run, as ``perfci run`` would have written it
+    (launch, resources, clocks, versions): the two sides ``compare --explain`` puts next to each other."""
+    import tempfile
+
+    from perfci.model import Environment
+    from perfci.results import read_results, render_rows_csv, result_to_row
+
+    out: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="perfci-confirm-") as tmp:
+        for side, cases in first.items():
+            rows = [result_to_row(result, Environment(**env), suite) for result, env in cases.values()]
+            if rows:
+                path = Path(tmp) / f"{side}.csv"
+                path.write_text(render_rows_csv(rows), encoding="utf-8")
+                out[side] = read_results(path).by_key()
+    return out
 
 
 def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, device: str,

@@ -102,3 +102,47 @@ def test_bad_input_is_one_line_and_exit_2(repo, args, message):
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert git(repo, "worktree", "list").count("\n") == 0
+
+
+def test_a_regressed_case_is_explained_from_each_side_s_first_run(repo):
+    # CUR's GEMV walks K five more times (loads multiplied by zero): slower, still right.
+    gemv = repo / "kernels" / "gemv.py"
+    loop_end = "    c = tl.sum(acc, axis=1)\n"
+    waste = ("    for _ in range(0, 5 * tl.cdiv(K, BLOCK_K)):\n"
+             "        waste = tl.load(b_ptr + offs_n[:, None] * stride_bn + offs_k[None, :] * stride_bk,\n"
+             "                        mask=n_mask[:, None] & (offs_k[None, :] < K), other=0.0).to(tl.float32)\n"
+             "        acc += 0.0 * waste\n\n")
+    gemv.write_text(gemv.read_text().replace(loop_end, waste + loop_end))
+    git(repo, "commit", "-qam", "gemv: walk K again")
+    proc = confirm(repo, "HEAD~1", "--suite", "suites/tiny.toml", "--device", "cpu", "--min-rounds", "3",
+                   "--max-rounds", "3", "--min-effect", "50", "--repeats", "1", "--filter", "kernel=gemv",
+                   "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    (case,) = json.loads(proc.stdout)["cases"]
+    assert case["verdict"] == "regressed"
+    # The interpreter compiles nothing, so the reading says so; the versions come from the runs' rows.
+    assert case["explain"]["reading"].startswith("no compiled resources recorded")
+    assert case["explain"]["base"]["triton"] == case["explain"]["cur"]["triton"] != ""
+
+
+def test_explain_reads_the_recorded_resources_of_both_sides():
+    # Real H200 rows (2026-12-01): the large-M tile at 4 warps spills.
+    from types import SimpleNamespace
+
+    from perfci.confirm.analysis import CaseConfirmation, Confirmation, SuiteShift
+    from perfci.confirm.render import render_json, render_markdown, render_table
+    from perfci.results import read_results
+
+    data = ROOT / "tests" / "data" / "compare"
+    key = ("matmul_tiled", "4096x4096x4096", "bf16")
+    rows = {"base": read_results(data / "h200_3case_base.csv").by_key(),
+            "cur": read_results(data / "h200_3case_spill_w4.csv").by_key()}
+    case = CaseConfirmation(key, "regressed", "interval above the floor", ratio=5.01, ci_low=4.9, ci_high=5.1, rounds=5)
+    conf = Confirmation((case,), SuiteShift("n/a", "common mode off"), {"regressed": 1}, 5, 0.05, 0.95, 1.0, "t",
+                        False)
+    rounds = SimpleNamespace(rows=rows, bench_runs=20, seconds=60.0)
+    sides = (SimpleNamespace(ref="base", sha="a" * 40), SimpleNamespace(ref="cur", sha="b" * 40))
+    reading = "config changed (num_warps 8 -> 4); spills 0 -> 188, occupancy 8 -> 4"
+    assert json.loads(render_json(conf, rounds, sides, None))["cases"][0]["explain"]["reading"] == reading
+    assert f"explain matmul_tiled 4096x4096x4096 bf16: {reading}" in render_table(conf, rounds, sides, None)
+    assert "| **spills** | 0 | 188 |" in render_markdown(conf, rounds, sides, None)
