@@ -89,7 +89,7 @@ def residual_runs(rounds: list[dict], keys) -> np.ndarray:
 
 
 def pseudo_session(resid: np.ndarray, keys, plant: int | None, effect: float, rule: StoppingRule,
-                   rng: np.random.Generator):
+                   rng: np.random.Generator, common_mode: bool = True):
     cases: dict[tuple[str, ...], list[Round]] = {k: [] for k in keys}
     shift = np.zeros(len(keys))
     if plant is not None:
@@ -100,7 +100,7 @@ def pseudo_session(resid: np.ndarray, keys, plant: int | None, effect: float, ru
         for k, key in enumerate(keys):
             cases[key].append(Round(base=(math.exp(b1[k]), math.exp(b2[k])),
                                     cur=(math.exp(c1[k] + shift[k]), math.exp(c2[k] + shift[k]))))
-        seen = look(cases, rule)
+        seen = look(cases, rule, common_mode=common_mode)
         if plant is not None and decided_at is None and seen.confirmation is not None:
             if any(c.key == keys[plant] and c.verdict == "regressed" for c in seen.confirmation.cases):
                 decided_at = seen.rounds
@@ -108,7 +108,8 @@ def pseudo_session(resid: np.ndarray, keys, plant: int | None, effect: float, ru
             return seen.confirmation, seen.rounds, decided_at
 
 
-def rates(resid, keys, trials: int, seed: int) -> list[tuple[str, str, float, float, float, float]]:
+def rates(resid, keys, trials: int, seed: int, common_mode: bool = True
+          ) -> list[tuple[str, str, float, float, float, float]]:
     rule = StoppingRule.spaced(5, 20, min_effect_pct=1.0)
     rng = np.random.default_rng(seed)
     rows = []
@@ -117,7 +118,7 @@ def rates(resid, keys, trials: int, seed: int) -> list[tuple[str, str, float, fl
             found = false = 0
             used, first = [], []
             for _ in range(trials):
-                conf, n, at = pseudo_session(resid, keys, plant, effect, rule, rng)
+                conf, n, at = pseudo_session(resid, keys, plant, effect, rule, rng, common_mode)
                 used.append(n)
                 first.append(at if at is not None else math.nan)
                 for case in conf.cases:
@@ -138,6 +139,8 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--out", help="also write the report here")
+    ap.add_argument("--no-common-mode", dest="common_mode", action="store_false",
+                    help="judge each case on its own (perfci confirm --no-common-mode, as perfci nightly does)")
     args = ap.parse_args()
     lines = ["# perfci confirm on the H200, 2026-11-30 and 12-01 (benchmarks/confirm_h200_analysis.py)", ""]
     seconds = {}
@@ -156,7 +159,7 @@ def main() -> int:
         resid = residual_runs(rounds, keys)
         per_round = 4 * seconds[name]
         lines += [f"## Pseudo-sessions from the {name} recording ({len(resid)} real runs, {args.trials} sessions "
-                  f"per row, seed {args.seed})", "",
+                  f"per row, seed {args.seed}{'' if args.common_mode else ', --no-common-mode'})", "",
                   "A session stops when every case is decided; the A/A cases need ~20 rounds to be "
                   "`unchanged` within +-1%, so every session runs long. 'plant decided at' is the first look "
                   "that called the planted case regressed: what a session judging only that case "
@@ -164,7 +167,7 @@ def main() -> int:
                   "| plant | on case | found (regressed) | false verdicts, other cases | rounds median | p90 | "
                   "s per case, whole session | plant decided at (median round) | s per case then |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for label, case, found, false, med, p90, first in rates(resid, keys, args.trials, args.seed):
+        for label, case, found, false, med, p90, first in rates(resid, keys, args.trials, args.seed, args.common_mode):
             found_s = "" if math.isnan(found) else f"{found:.1f}%"
             first_s = "" if math.isnan(first) else f"{first:.0f} | {first * per_round / len(keys):.0f}"
             lines.append(f"| {label} | {case} | {found_s} | {false:.2f}% | {med:.0f} | {p90:.0f} | "
