@@ -87,3 +87,24 @@ def test_the_report_renders_in_headless_chromium(site, tmp_path):
     assert 0.01 < ink < 0.9, ink  # text, table rules and the trend thumbnails, on a white page
     blue = np.mean((pixels[..., 2] > 0.6) & (pixels[..., 0] < 0.5))  # link text and the noise bands
     assert blue > 0.001, blue
+
+
+def test_the_trend_draws_each_night_as_the_checks_judge_it():
+    # Repeats whose median sits above their fastest half (a slow tail): the dot is the fastest half's
+    # mean, the value change points were found on, not the median.
+    import math
+
+    from perfci.history.changepoints import detect
+    from perfci.history.model import CaseSeries, Point
+    from perfci.history.plot import night_values, trend_png
+
+    nights = [(10.0, 10.0, 10.0, 12.0, 12.0, 12.0, 12.0), (10.0, 10.2, 10.1, 13.0, 13.0, 13.0, 13.0),
+              (10.1, 10.0, 10.0, 12.5, 12.5, 12.5, 12.5)]
+    points = tuple(Point(i, f"r{i}", "a" * 40, f"2026-11-0{i + 1}T02:00:00Z", sorted(r)[3], r)
+                   for i, r in enumerate(nights))
+    series = CaseSeries("gemv", "1x8x16", "fp32", "tiny", points)
+    values = night_values(series)
+    fastest = [math.exp(sum(math.log(x) for x in sorted(r)[:3]) / 3) for r in nights]
+    assert values == pytest.approx(fastest) and all(v < p.median_us for v, p in zip(values, points))
+    png = trend_png(series, detect(series.medians, None, [p.repeats_us for p in points]))
+    assert png.startswith(b"\x89PNG")
