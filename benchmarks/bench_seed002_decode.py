@@ -61,7 +61,8 @@ def test_case(perfci_benchmark, spec):
         pytest.skip(str(err))
     try:
         perfci_benchmark(prepared.run, kernel=spec.label, shape=(spec.m, spec.n, spec.k), dtype=spec.dtype,
-                         reference=prepared.reference, tolerance=prepared.tolerance, setup=prepared.poison)
+                         reference=prepared.reference, tolerance=prepared.tolerance, setup=prepared.poison,
+                         group=spec.group, weight=spec.weight)
     finally:
         # As the worker does between cases: the next case's buffers are placed afresh.
         del prepared

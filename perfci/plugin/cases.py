@@ -94,7 +94,7 @@ def _positive(name: str, value: object) -> float | None:
 def make_case(fn: object, *, kernel: object = None, shape: object = None, dtype: object = None,
               flops: object = None, bytes: object = None, iters: object = None, repeats: object = None,
               tolerance: object = None, extra_info: object = None,
-              weight: float = 1.0, group: str = "") -> BenchmarkCase:
+              weight: object = None, group: object = "") -> BenchmarkCase:
     """Check the fixture's arguments; the first problem raises :class:`BenchmarkUsageError`."""
     if not callable(fn):
         raise BenchmarkUsageError(f"perfci_benchmark: the first argument must be the function to time, "
@@ -108,7 +108,11 @@ def make_case(fn: object, *, kernel: object = None, shape: object = None, dtype:
     if shape is None:
         raise BenchmarkUsageError("perfci_benchmark: shape= is required: (M, N, K) or 'MxNxK'")
     m, n, k = normalize_shape(shape)
-    spec = CaseSpec(kernel=kernel, m=m, n=n, k=k, dtype=normalize_dtype(dtype), weight=weight, group=group)
+    # group and weight as a suite's case has them: compare's per-group lines and time-weighted speedup.
+    if not isinstance(group, str) or any(ch in group for ch in "\r\n"):
+        raise BenchmarkUsageError(f"perfci_benchmark: group= must be one line of text, got {group!r}")
+    weight = _positive("weight", weight) or 1.0
+    spec = CaseSpec(kernel=kernel, m=m, n=n, k=k, dtype=normalize_dtype(dtype), weight=weight, group=group.strip())
     if extra_info is not None and not isinstance(extra_info, Mapping):
         raise BenchmarkUsageError(f"perfci_benchmark: extra_info= must be a dict, got {type(extra_info).__name__}")
     return BenchmarkCase(

@@ -102,12 +102,13 @@ class PerfciBenchmark:
                  flops: float | None = None, bytes: float | None = None, reference: Any = None,
                  iters: int | None = None, repeats: int | None = None, setup: Any = None,
                  extra_info: dict | None = None, tolerance: float | None = None,
-                 kwargs: dict | None = None) -> Any:
+                 group: str = "", weight: float | None = None, kwargs: dict | None = None) -> Any:
         from perfci.plugin.cases import BenchmarkUsageError, check_setup, make_case, reference_kind
 
         try:
             case = make_case(fn, kernel=kernel, shape=shape, dtype=dtype, flops=flops, bytes=bytes, iters=iters,
-                             repeats=repeats, tolerance=tolerance, extra_info=extra_info)
+                             repeats=repeats, tolerance=tolerance, extra_info=extra_info, group=group,
+                             weight=weight)
             reference_kind(reference)
             setup = check_setup(setup)
             if kwargs is not None and not isinstance(kwargs, dict):

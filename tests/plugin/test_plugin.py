@@ -122,6 +122,8 @@ def test_disable_runs_each_benchmark_once_as_a_plain_test(pytester):
     ("fn, shape=(1, 1, 1), dtype='fp32'", "*perfci_benchmark: kernel= is required*"),
     ("fn, kernel='k', shape=(1, 0, 1), dtype='fp32'", "*shape=(1, 0, 1) must be (M, N, K)*"),
     ("fn, kernel='k', shape=(1, 1, 1), dtype='int7'", "*dtype='int7' is not one of*"),
+    ("fn, kernel='k', shape=(1, 1, 1), dtype='fp32', weight=0", "*perfci_benchmark: weight=0 must be a positive number*"),
+    ("fn, kernel='k', shape=(1, 1, 1), dtype='fp32', group='a\\nb'", "*group= must be one line of text*"),
     ("fn, kernel='k', shape=(2, 2, 2), dtype='fp32', reference=lambda: torch.ones(2, 2)",
      "*output differs from the reference: relative error*"),
 ])
@@ -157,6 +159,23 @@ def test_a_bad_baseline_is_a_usage_error_before_anything_runs(pytester):
     result = pytester.runpytest("--perfci-compare", "base.csv")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*base.csv: line 1: missing column(s)*"])
+
+
+def test_group_and_weight_reach_the_row_as_a_suite_case_s_do(pytester, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    pytester.makepyfile(test_gw="""
+        def test_gw(perfci_benchmark):
+            perfci_benchmark(lambda: None, kernel="k", shape=(1, 1, 1), dtype="fp32", repeats=1,
+                             group="seed002-qkv", weight=32)
+    """)
+    result = pytester.runpytest("--perfci-device", "cpu", "--perfci-out", "o.csv")
+    result.assert_outcomes(passed=1)
+    (row,) = read_results(pytester.path / "o.csv").rows
+    assert row.weight == 32.0
+    import csv
+
+    with open(pytester.path / "o.csv", newline="") as fh:
+        assert [r["group"] for r in csv.DictReader(fh)] == ["seed002-qkv"]
 
 
 def test_two_tests_with_one_case_key_fail_the_second(pytester, monkeypatch):
