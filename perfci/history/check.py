@@ -42,6 +42,12 @@ def check(history: History, options: ChangeOptions | None = None) -> CheckResult
     return CheckResult(history.path, f"{m.device_name} ({m.arch})", len(history.runs), opts, cases)
 
 
+def recent_slowdowns(result: CheckResult, last: int) -> list[dict]:
+    """The change points that made a case slower and whose first slower run is among its last ``last`` runs:
+    what ``history check --fail-recent`` fails on (an older step is history, already seen)."""
+    return [row for row in change_rows(result) if row["ratio"] > 1.0 and row["runs"] - row["run_index"] <= last]
+
+
 def change_rows(result: CheckResult) -> list[dict]:
     """One dict per change point, the fields the JSON and the table share."""
     rows = []

@@ -40,7 +40,8 @@ Judge tonight against the store's last K nights with
 
 EPILOG = """\
 exit codes:
-  0  done (check: whether or not it found changes)
+  0  done (check: whether or not it found changes, unless --fail-recent)
+  1  check --fail-recent N: a case became slower within its last N runs
   2  bad input: a bad CSV, a foreign or corrupt store, another device, a run already there
 
 examples:
@@ -78,6 +79,9 @@ def add_parser(subparsers) -> None:
                    help="runs on each side of a change (default 3: a lone spike is never one)")
     c.add_argument("--min-change", type=percentage, default=1.0, metavar="PCT",
                    help="do not report shifts below PCT%% (default 1)")
+    c.add_argument("--fail-recent", type=at_least(1, "count at least the newest run"), metavar="N",
+                   help="exit 1 when a change made a case slower within its last N runs (a change needs "
+                        "--min-segment runs after it to be found, so N below that never fails)")
     c.set_defaults(handler=check_main)
 
     e = actions.add_parser("export", help="export the store (Apache Otava's CSV)")
@@ -122,7 +126,19 @@ def check_main(args) -> int:
     opts = ChangeOptions(alpha=args.alpha, min_segment=args.min_segment, min_change_pct=args.min_change)
     result = check(load(args.store), opts)
     sys.stdout.write((render_json if args.format == "json" else render_table)(result))
-    return EXIT_OK
+    if args.fail_recent is None:
+        return EXIT_OK
+    from perfci.errors import EXIT_REGRESSION
+    from perfci.history.check import recent_slowdowns
+
+    slow = recent_slowdowns(result, args.fail_recent)
+    if not slow:
+        return EXIT_OK
+    named = ", ".join(f"{r['kernel']} {r['shape']} {r['dtype']} {r['change_pct']:+.1f}% at {r['sha'][:12] or '?'}"
+                      for r in slow[:3])
+    print(f"perfci history check: {len(slow)} case(s) slower within their last {args.fail_recent} runs: {named}"
+          + (f" and {len(slow) - 3} more" if len(slow) > 3 else ""), file=sys.stderr)
+    return EXIT_REGRESSION
 
 
 def export_main(args) -> int:

@@ -57,6 +57,19 @@ def test_check_table_and_short_history(stepped, tmp_path):
     assert "too short to search: 24 case(s) with 4 run(s)" in r.stdout
 
 
+def test_fail_recent_fails_only_on_a_slowdown_within_the_last_n_runs(stepped):
+    # The step is at run 6 of 12: its first slower run is 6 runs from the end.
+    r = perfci("history", "check", stepped, "--fail-recent", "6")
+    assert r.returncode == 1 and r.stdout  # the table still printed
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("perfci history check: 1 case(s) slower within their last 6 runs: matmul_tiled")
+    assert "060606060606" in line
+    assert perfci("history", "check", stepped, "--fail-recent", "5").returncode == 0  # an older step is history
+    assert perfci("history", "check", stepped).returncode == 0  # without the option it only reports
+    bad = perfci("history", "check", stepped, "--fail-recent", "0")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
 def test_check_of_a_missing_store_is_one_line():
     r = perfci("history", "check", ROOT / "no-such-store")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such history store" in r.stderr
