@@ -57,8 +57,9 @@ def test_case(perfci_benchmark, spec):
     torch_device = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
     try:
         prepared = get_backend(spec.kernel).prepare(spec, torch_device, SEED)
-    except Unsupported as err:  # perfci run records these as 'skip' rows
-        pytest.skip(str(err))
+    except Unsupported as err:  # a 'skip' row, as perfci run records it
+        perfci_benchmark.unsupported(str(err), kernel=spec.label, shape=(spec.m, spec.n, spec.k), dtype=spec.dtype,
+                                     group=spec.group, weight=spec.weight)
     try:
         perfci_benchmark(prepared.run, kernel=spec.label, shape=(spec.m, spec.n, spec.k), dtype=spec.dtype,
                          reference=prepared.reference, tolerance=prepared.tolerance, setup=prepared.poison,

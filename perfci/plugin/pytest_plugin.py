@@ -124,6 +124,37 @@ class PerfciBenchmark:
         except BenchmarkUsageError as err:
             pytest.fail(str(err), pytrace=False)
 
+    def unsupported(self, reason: str, *, kernel: str | None = None, shape: Any = None, dtype: Any = None,
+                    group: str = "", weight: float | None = None) -> None:
+        """Declare the case unsupported on this device (fp8 without fp8 units): a ``skip`` row, as
+        ``perfci run`` writes for a case its backend refuses, and the test is skipped. Without the row a
+        baseline's case would read as missing, which fails the gate."""
+        from perfci.model import CaseResult
+        from perfci.plugin import isolate
+        from perfci.plugin.cases import BenchmarkUsageError, make_case
+        from perfci.plugin.measuring import environment
+        from perfci.plugin.session import make_row
+
+        try:
+            case = make_case(lambda: None, kernel=kernel, shape=shape, dtype=dtype, group=group, weight=weight)
+            if not isinstance(reason, str) or not reason.strip() or "\n" in reason:
+                raise BenchmarkUsageError("perfci_benchmark.unsupported: give the reason as one line of text")
+            other = self._state.rows.claim(case.key, self._nodeid)
+            if other is not None:
+                raise BenchmarkUsageError(f"perfci_benchmark: case {' '.join(case.key)} is already measured by "
+                                          f"{other}; give each benchmark its own kernel/shape/dtype")
+        except BenchmarkUsageError as err:
+            pytest.fail(str(err), pytrace=False)
+        if not self.disabled:
+            state = self._state
+            state.env = state.env or environment(state.resolve())
+            row = make_row(case, CaseResult(spec=case.spec, status="skip", message=reason.strip()), state.env)
+            child = isolate.child_path()
+            if child:
+                isolate.child_report(child, row, "done")
+            state.rows.add(row)
+        pytest.skip(f"perfci_benchmark {' '.join(case.key)}: unsupported here: {reason.strip()}")
+
     def _measure(self, case, fn, args, kwargs, reference):
         from perfci.model import CaseResult
         from perfci.plugin import isolate

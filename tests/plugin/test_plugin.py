@@ -178,6 +178,21 @@ def test_group_and_weight_reach_the_row_as_a_suite_case_s_do(pytester, monkeypat
         assert [r["group"] for r in csv.DictReader(fh)] == ["seed002-qkv"]
 
 
+def test_an_unsupported_case_is_a_skip_row_and_a_skipped_test(pytester, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    pytester.makepyfile(test_fp8="""
+        def test_fp8(perfci_benchmark):
+            perfci_benchmark.unsupported("no fp8 matrix instructions on this device",
+                                         kernel="matmul", shape=(16, 16, 16), dtype="fp8")
+            raise AssertionError("not reached")
+    """)
+    result = pytester.runpytest("--perfci-device", "cpu", "--perfci-out", "o.csv", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*matmul 16x16x16 fp8: unsupported here: no fp8 matrix instructions*"])
+    (row,) = read_results(pytester.path / "o.csv").rows
+    assert (row.kernel, row.status, row.message) == ("matmul", "skip", "no fp8 matrix instructions on this device")
+
+
 def test_two_tests_with_one_case_key_fail_the_second(pytester, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     pytester.makepyfile(test_dup="""
