@@ -95,11 +95,19 @@ def test_perfci_compare_fails_the_session_on_the_regression(bench, runs):
 
 
 def test_perfci_compare_passes_an_aa_session(bench, runs):
+    """A session measuring what the baseline measured passes the gate: exit 0, every case judged, none regressed.
+
+    Both sides are live CPU timings taken minutes apart, and this machine drifts by +-25% between them
+    (A/A sessions here have read +15..+28%). That is inside the cpu profile's 75% floor, so no case may
+    read regressed; whether one reads unchanged or inconclusive is up to the machine and not asserted.
+    """
     out = bench.path / "cur.csv"
     result = bench.runpytest("--perfci-device", "cpu", "--perfci-compare", str(runs / "base.csv"),
                              "--perfci-out", str(out))
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*3 unchanged*"])
+    (headline,) = [line for line in result.stdout.lines if line.startswith("verdicts: ")]
+    counts = {verdict: int(n) for n, verdict in (part.split() for part in headline[len("verdicts: "):].split(", "))}
+    assert set(counts) <= {"unchanged", "inconclusive"} and sum(counts.values()) == 3, headline
     assert len(read_results(out).rows) == 3
 
 
