@@ -42,11 +42,11 @@ sys.path.insert(0, str(ROOT))
 from perfci.confirm.analysis import Round, StoppingRule, look  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "results" / "h200-2026-11-30c"
-RECORDINGS = {"call1 (shared)": DATA / "call1" / "rounds-full.jsonl",
-              "call2 (shared)": DATA / "call2" / "rounds-record.jsonl",
-              "call3 (fork)": DATA / "call3" / "rounds-record-fork.jsonl",
+RECORDINGS = {"shared A (2026-11-30)": DATA / "shared-e2e-and-rounds" / "rounds-full.jsonl",
+              "shared B (2026-11-30)": DATA / "shared-rounds" / "rounds-record.jsonl",
+              "fork (2026-11-30)": DATA / "fork-rounds" / "rounds-record-fork.jsonl",
               # 2026-12-01, another H200 of the same kind (benchmarks/h200_confirm_session4.sh MODE=record ISOLATION=run)
-              "12-01 (run)": ROOT / "benchmarks" / "results" / "h200-2026-12-01" / "call4-run-isolation" / "r"
+              "run (2026-12-01)": ROOT / "benchmarks" / "results" / "h200-2026-12-01" / "run-isolation-rounds" / "r"
                              / "rounds-record-run.jsonl"}
 REVS = ("base", "aa", "p3", "p5")
 PAIR_POSITIONS = {"aa": (1, 6), "p3": (2, 5), "p5": (3, 4)}  # base is at (0, 7)
@@ -154,7 +154,7 @@ def main() -> int:
             cells = [f"{sizes[rev][k][0]:+.2f}% ±{sizes[rev][k][1]:.2f}" for rev in ("aa", "p3", "p5")]
             lines.append(f"| {' '.join(key)} | " + " | ".join(cells) + " |")
         lines.append("")
-    for name in ("call3 (fork)", "12-01 (run)"):
+    for name in ("fork (2026-11-30)", "run (2026-12-01)"):
         rounds, keys = load(RECORDINGS[name])
         resid = residual_runs(rounds, keys)
         per_round = 4 * seconds[name]
@@ -174,7 +174,7 @@ def main() -> int:
                          f"{med * per_round / len(keys):.0f} | {first_s or ' | '} |")
         lines.append("")
     for name in ("aa", "p3"):
-        path = DATA / "call1" / f"e2e-{name}.json"
+        path = DATA / "shared-e2e-and-rounds" / f"e2e-{name}.json"
         report = json.loads(path.read_text())
         s = report["summary"]
         verdicts = ", ".join(f"{c['kernel']} {c['shape']} {c['verdict']} {100 * (c['ratio'] - 1):+.2f}%"

@@ -2,8 +2,8 @@
 
 Inputs (all measured on the lent H200, none simulated):
   decode: baselines/h200/2026-11-29/decode.csv and two later runs of the same code
-          (benchmarks/results/h200-2026-11-29b/call3/decode-aa{1,2}.csv): 3 pairs;
-  prefill: baselines/h200/2026-11-29/prefill.csv and .../call3/prefill-aa1.csv: 1 pair.
+          (benchmarks/results/h200-2026-11-29b/aa-nights/decode-aa{1,2}.csv): 3 pairs;
+  prefill: baselines/h200/2026-11-29/prefill.csv and .../aa-nights/prefill-aa1.csv: 1 pair.
 1. A/A: every regressed/improved verdict between runs of unchanged code is a
    false alarm; counted with the disturbed-run guard on and off.
 2. Held out: the runs grouped as nights (night 0 = both baselines, night 1 =
@@ -31,7 +31,7 @@ from perfci.compare import CompareOptions, calibrate, compare, read_profile  # n
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
-AA = ROOT / "benchmarks" / "results" / "h200-2026-11-29b" / "call3"
+AA = ROOT / "benchmarks" / "results" / "h200-2026-11-29b" / "aa-nights"
 SUITES = {
     "decode": [ROOT / "baselines/h200/2026-11-29/decode.csv", AA / "decode-aa1.csv", AA / "decode-aa2.csv"],
     "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv", AA / "prefill-aa1.csv"],

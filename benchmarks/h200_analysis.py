@@ -55,13 +55,13 @@ def grid_order(table: pd.DataFrame) -> list[str]:
 
 def repro() -> list[str]:
     """Two fresh-process runs of the same method: the 2026-11-29 baseline and the planted run's untouched rows."""
-    base = pd.concat([pd.read_csv(EVIDENCE / "call3-eager-fork" / f) for f in ("decode.csv", "prefill.csv")])
-    again = pd.read_csv(EVIDENCE / "call3-eager-fork" / "planted.csv")
+    base = pd.concat([pd.read_csv(EVIDENCE / "eager-fork-baselines" / f) for f in ("decode.csv", "prefill.csv")])
+    again = pd.read_csv(EVIDENCE / "eager-fork-baselines" / "planted.csv")
     again = again[~again.kernel.str.startswith(("matmul_tiled", "matmul_persistent"))]
-    pairs = [("call3 baseline vs planted run (eager events, fork)", base, again)]
-    g1 = pd.read_csv(EVIDENCE / "call1-graph-spawn" / "decode-qkv.csv")
-    g2 = pd.read_csv(EVIDENCE / "call2-graph-spawn" / "decode.csv")
-    pairs.append(("call1 vs call2 (graph replay, spawn)", g1, g2))
+    pairs = [("baseline vs planted run (eager events, fork)", base, again)]
+    g1 = pd.read_csv(EVIDENCE / "graph-spawn-first-check" / "decode-qkv.csv")
+    g2 = pd.read_csv(EVIDENCE / "graph-spawn-decode-truth" / "decode.csv")
+    pairs.append(("first check vs whole decode run (graph replay, spawn)", g1, g2))
     lines = ["| runs | kernel | M x N x K | run 1 us | run 2 us | CV of the reported median |",
              "|---|---|---|---:|---:|---:|"]
     summary = []
@@ -84,12 +84,12 @@ def repro() -> list[str]:
 
 def truth() -> list[str]:
     lines = []
-    graph = pd.read_csv(EVIDENCE / "call2-graph-spawn" / "truth.csv")
+    graph = pd.read_csv(EVIDENCE / "graph-spawn-decode-truth" / "truth.csv")
     lines.append(f"graph replay + events vs torch.profiler kernel sum, {len(graph)} decode cases: median ratio "
                  f"{graph.ratio_events_over_kernel.median():.3f} (min {graph.ratio_events_over_kernel.min():.3f}, "
                  f"max {graph.ratio_events_over_kernel.max():.3f}); median excess "
                  f"{(graph.events_us - graph.profiler_kernel_us).median():.2f} us")
-    eager_run = pd.read_csv(EVIDENCE / "call3-eager-fork" / "decode.csv").set_index(["kernel", "shape", "dtype"])
+    eager_run = pd.read_csv(EVIDENCE / "eager-fork-baselines" / "decode.csv").set_index(["kernel", "shape", "dtype"])
     g = graph.set_index(["kernel", "shape", "dtype"])
     joined = g.join(eager_run.median_us, how="inner")
     ratio = joined.median_us / joined.profiler_kernel_us

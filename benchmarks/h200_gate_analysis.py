@@ -189,7 +189,7 @@ def main() -> int:
     loaded_pairs = [(s, f"q{a}", f"l{b}") for s in ("decode", "prefill") for a in QUIET for b in LOADED]
     quiet, q_total, q_alarms, q_held = verdict_table(quiet_pairs)
     loaded, l_total, l_alarms, l_held = verdict_table(loaded_pairs)
-    text = ["# H200, 2026-11-30: measurement with the device gate (issue 9)", "",
+    text = ["# H200, 2026-11-30: measurement with the device gate", "",
             "Built by `python benchmarks/h200_gate_analysis.py` from the files beside it.", "",
             "## A/A: quiet nights against each other (profile sm_90 as committed)", "", *quiet, "",
             f"All quiet pairs: {q_alarms}/{q_total} regressed or improved, {q_held}/{q_total} "

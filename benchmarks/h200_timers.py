@@ -1,8 +1,8 @@
 """Events against the profiler timer and Nsight Compute, from the second H200 session.
 
-Reads benchmarks/results/h200-2026-11-29b/: call1/subset-events.csv (device
-events), call1/subset-profiler.csv + call2/subset-large-profiler.csv
-(--timer profiler) and call1/truth-ncu.csv (ncu on the seed002 rows), and prints
+Reads benchmarks/results/h200-2026-11-29b/: timers-subset/subset-events.csv (device
+events), timers-subset/subset-profiler.csv + bisect-demo/subset-large-profiler.csv
+(--timer profiler) and timers-subset/truth-ncu.csv (ncu on the seed002 rows), and prints
 one markdown table: each case's times, the ratio profiler/events in time and in
 cycles (times the ratio of the runs' median clocks), and the gap in us.
 
@@ -24,10 +24,10 @@ def median_clock(cell) -> float:
 
 
 def main() -> None:
-    events = pd.read_csv(RUNS / "call1" / "subset-events.csv").set_index(KEY)
-    profiler = pd.concat([pd.read_csv(RUNS / "call1" / "subset-profiler.csv"),
-                          pd.read_csv(RUNS / "call2" / "subset-large-profiler.csv")]).set_index(KEY)
-    ncu = pd.read_csv(RUNS / "call1" / "truth-ncu.csv").set_index(KEY)
+    events = pd.read_csv(RUNS / "timers-subset" / "subset-events.csv").set_index(KEY)
+    profiler = pd.concat([pd.read_csv(RUNS / "timers-subset" / "subset-profiler.csv"),
+                          pd.read_csv(RUNS / "bisect-demo" / "subset-large-profiler.csv")]).set_index(KEY)
+    ncu = pd.read_csv(RUNS / "timers-subset" / "truth-ncu.csv").set_index(KEY)
     print("| kernel | shape | events µs | profiler µs | ncu µs | profiler/events | in cycles | events − profiler µs |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for key in events.index.intersection(profiler.index):

@@ -133,7 +133,7 @@ BUILTIN_PROFILES: dict[str, NoiseProfile] = {
                            source="lead from simulated A/A runs (±6% run clock swing); re-derive with perfci calibrate"),
     # sm_90 (H200): `perfci calibrate` over three A/A nights on the lent H200
     # (2026-11-29: the committed baselines, then the same code twice more;
-    # benchmarks/results/h200-2026-11-29b/call3): 315 case pairs, 12 of them from
+    # benchmarks/results/h200-2026-11-29b/aa-nights): 315 case pairs, 12 of them from
     # a disturbed run left out. Cases of 100 us and more: q99 |residual| 4.3% in
     # cycles, so 5.36%; shorter ones exceed that by at most 0.15 us, so 0.19 us is
     # added as a share of the base time (a 9 us decode case: 7.5%). Band classes

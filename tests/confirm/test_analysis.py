@@ -139,7 +139,7 @@ def test_a_suite_wide_change_is_the_suite_s_verdict_not_every_case_s():
 
 def test_cases_chosen_because_they_moved_are_judged_absolutely_without_the_common_mode():
     # What perfci nightly confirms: compare's flags, most of them one shared change. On a 2-GPU H200
-    # (benchmarks/results/h200-2026-12-01/call3-group), 4 of 6 cases ran ~20% faster and 2 ~2% slower:
+    # (benchmarks/results/h200-2026-12-01/group-prefill-and-stages), 4 of 6 cases ran ~20% faster and 2 ~2% slower:
     # relative to the suite, the fast ones read unchanged and the others regressed +27%, and the
     # suite shift (a signed-rank test) could not be decided at 4 rounds.
     rng = np.random.default_rng(13)
