@@ -21,6 +21,10 @@ Each bench run draws its noise afresh, so two runs differ by a trial or two.
 seeds the n-th bench run of the whole benchmark with n (see synth.py): a
 rerun of the same code gives the same table, and two versions of perfci draw
 the same noise until one of them makes a run the other does not.
+
+Time: about 5 minutes on a 2-core CPU machine for --trials 30 --steps 5 3.
+Pass: perfci names the planted commit in every trial at a 5% step and in 83-90% at 3%
+(docs/bisect.md, Accuracy), above both other strategies at each step.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Does ``perfci bisect`` survive outliers at its endpoints? (issue 10, item 3)
+"""Does ``perfci bisect`` survive outliers at its endpoints?
 
 Seeded trials of a synthetic history (``tests/bisect/synth.py``): ``--commits``
 commits after GOOD, the step planted at a random one, a bench that prints
@@ -34,6 +34,11 @@ trial (all of them, and at the endpoints).
 
 Real mode seeds each trial's bench noise (``BENCH_SEED_BASE``), so a rerun of the
 same code gives the same table.
+
+Time on a 2-core CPU machine: 4-7 minutes for the default (100 real trials at 2.5-4.5 s, then
+2000 simulated ones in seconds); --mode sim alone takes seconds.
+Pass: 0 false "no difference" and 0 wrong culprits with one outlier at each endpoint (the
+default), right culprit in every trial; docs/bisect.md has the other scenarios' figures.
 """
 from __future__ import annotations
 

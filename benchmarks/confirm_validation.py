@@ -25,6 +25,10 @@ Three tables:
     python benchmarks/confirm_validation.py                     # 400 trials, ~3 min on 2 cores
     python benchmarks/confirm_validation.py --trials 5000 --jobs 16
 
+Time: about 3 minutes on a 2-core CPU machine at the default 400 trials.
+Pass: in table 2, +3% / +5% on one case of a 20-case suite regressed in >= 95% / >= 99% of
+sessions and A/A <= 1% false regressed/improved per case; table 1's intervals near 95%.
+
 Results (400 trials, seed 20261130, floor 1%, looks at rounds 5/10/15/20):
 * +3% / +5% on one case of a 20-case suite: regressed in 100% / 100% of sessions
   (goals 95% / 99%); without the common mode 23% (37% judging that case alone).

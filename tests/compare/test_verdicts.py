@@ -190,7 +190,7 @@ def test_power_limited_clock_drop_counts_against_the_kernel_but_a_free_one_does_
 
 
 def test_with_fewer_than_three_power_limited_cases_the_other_cases_clocks_are_the_device_s():
-    """Real runs (2026-12-01, benchmarks/h200_session5_explain.sh): a 3-case suite, GROUP_M 8 -> 1.
+    """Real runs (2026-12-01, benchmarks/gpu/plant_demo.sh): a 3-case suite, GROUP_M 8 -> 1.
 
     8192^3 ran +5.7% slower at a 4.5% lower clock of its own, the only power-limited case. With its
     own clock divided out it read +1.0%, unchanged; the two other cases' clocks say the device's

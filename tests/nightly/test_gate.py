@@ -228,10 +228,10 @@ def test_the_devices_own_noise_profile_sets_the_floor(repo, measured, tmp_path):
 
 
 def test_the_issue_body_says_why_from_the_recorded_resources(repo, tmp_path):
-    # Real H200 runs (2026-12-01, benchmarks/h200_session5_explain.sh): the large-M tile at 4 warps
+    # Real H200 runs (2026-12-01, benchmarks/gpu/plant_demo.sh): the large-M tile at 4 warps
     # instead of 8 spills. The night's issue body carries compare --explain's reading and side-by-side.
     data = Path(__file__).resolve().parents[1] / "data" / "compare"
-    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "h200_explain_cases.toml"
+    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "cases" / "explain.toml"
     out = tmp_path / "n"
     proc = perfci(repo, "nightly", str(suite), "--out", str(out), "--run", str(data / "h200_3case_spill_w4.csv"),
                   "--baseline", str(data / "h200_3case_base.csv"), "--no-bisect")

@@ -1,7 +1,7 @@
 """Two nights in one checkout take turns at confirm and bisect instead of one failing as bad input.
 
 On a 2-GPU H200 host, decode and prefill nights side by side in one checkout
-(benchmarks/h200_nightly_session5.sh) had prefill's confirm refused: decode's
+(benchmarks/gpu/nightly_demo.sh) had prefill's confirm refused: decode's
 confirm journal was in the repository ("an earlier perfci confirm did not finish").
 """
 from __future__ import annotations

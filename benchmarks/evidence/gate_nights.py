@@ -1,14 +1,17 @@
-"""Issue 9's figures from the third H200 session's runs (benchmarks/results/h200-2026-11-30).
+"""The device gate on the H200 (2026-11-30): false alarms, a busy host, clocks, run to run, the harness's cost.
 
-    python benchmarks/h200_gate_analysis.py [--out analysis.md]
+Reads only committed files in benchmarks/results/h200-2026-11-30/: five quiet nights of decode and
+prefill (q1-q3 in aa/, q4 in load/, q5 in final/), two nights with every host core spinning (l1 in
+load/, l2 in final/), five runs of the run-to-run subset, the poller A/B and the Nsight Compute truth
+run. Nights q1-q4 and l1 ran before the fix of the device timer's rate (commit 7d05cdb): their
+device clocks carry a per-process factor of up to 12% (their times do not), which the cycle-space
+comparisons between them show. Prints one markdown report.
 
-Reads only committed files: five quiet nights of decode and prefill (q1-q3 from
-benchmarks/h200_session3_aa.sh, q4 from benchmarks/h200_session3_load.sh, q5 from
-benchmarks/h200_session3_final.sh), two nights with every host core spinning (l1, l2),
-five runs of the run-to-run subset, the poller A/B and the Nsight Compute truth run.
-Nights q1-q4 and l1 ran before the fix of the device timer's rate (commit 7d05cdb): their
-device clocks carry a per-process factor of up to 12% (their times do not), which the
-cycle-space comparisons between them show. Writes one markdown report.
+Time: about 6 s on a 2-core CPU machine.
+Pass: 0 false regressed/improved among the quiet pairs, and the output equals
+benchmarks/results/h200-2026-11-30/analysis.md.
+
+    python benchmarks/evidence/gate_nights.py [--out FILE]
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from perfci.compare import compare
 from perfci.compare.noise import clock_exponent
 from perfci.results import read_results
 
-HERE = Path(__file__).resolve().parent / "results" / "h200-2026-11-30"
+HERE = Path(__file__).resolve().parents[1] / "results" / "h200-2026-11-30"
 QUIET = {1: HERE / "aa", 2: HERE / "aa", 3: HERE / "aa", 4: HERE / "load", 5: HERE / "final"}
 LOADED = {1: HERE / "load", 2: HERE / "final"}
 
@@ -182,7 +185,7 @@ def truth() -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=str(HERE / "analysis.md"))
+    parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
     quiet_pairs = [(s, f"q{a}", f"q{b}") for s in ("decode", "prefill")
                    for a, b in itertools.combinations(QUIET, 2)]
@@ -190,7 +193,7 @@ def main() -> int:
     quiet, q_total, q_alarms, q_held = verdict_table(quiet_pairs)
     loaded, l_total, l_alarms, l_held = verdict_table(loaded_pairs)
     text = ["# H200, 2026-11-30: measurement with the device gate", "",
-            "Built by `python benchmarks/h200_gate_analysis.py` from the files beside it.", "",
+            "Built by `python benchmarks/evidence/gate_nights.py` from the files beside it.", "",
             "## A/A: quiet nights against each other (profile sm_90 as committed)", "", *quiet, "",
             f"All quiet pairs: {q_alarms}/{q_total} regressed or improved, {q_held}/{q_total} "
             f"({100 * q_held / q_total:.1f}%) inconclusive.", "",
@@ -204,7 +207,8 @@ def main() -> int:
             "## What the telemetry poller costs", "", *poller(), "",
             "## What the harness costs", "", *cost(), "",
             "## Against Nsight Compute (one run, `--clock-control none`)", "", *truth(), ""]
-    Path(args.out).write_text("\n".join(text))
+    if args.out:
+        Path(args.out).write_text("\n".join(text))
     print("\n".join(text))
     return 0
 

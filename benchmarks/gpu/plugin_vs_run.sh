@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# Issue 13: the pytest plugin's numbers against `perfci run`'s, same cases, same inputs.
+# The pytest plugin's numbers against `perfci run`'s: same cases, same inputs, same seed.
 #
 # The seed002 rows of suites/decode.toml (52 cases: splitk_decode[m_fast=0|1] x M 1,4,16,64 x
 # four N x K, torch_matmul over the same shapes, gemv at M=1), measured four times in the order
 # run1, plugin1, plugin2, run2 (ABBA, so a drift over the session does not read as a difference
-# between the two paths); every side uses the same input seed. Then `perfci compare` of
+# between the two paths). Then `perfci compare` of
 # run1/run2 and plugin1/plugin2 (each path's own run-to-run noise), run1/plugin1 and
 # run2/plugin2 (the two paths against each other), each as markdown and JSON, and summary.md:
 # per case the plugin/run ratio beside the run/run and plugin/plugin ratios.
-# The plugin side is benchmarks/bench_seed002_decode.py, which reads the cases from the suite
+# The plugin side is benchmarks/gpu/bench_seed002_decode.py, which reads the cases from the suite
 # file with perfci's loader and --filter, and builds each call with the suite backend's prepare.
 #
-# usage on the device:  bash benchmarks/h200_plugin_vs_run.sh          (about 2 minutes)
-# dry run on the CPU:   DEVICE=cpu OUT=/tmp/plugin-dry bash benchmarks/h200_plugin_vs_run.sh
+# usage on the device:  bash benchmarks/gpu/plugin_vs_run.sh          (about 2 minutes)
+# dry run on the CPU:   DEVICE=cpu OUT=/tmp/plugin-dry bash benchmarks/gpu/plugin_vs_run.sh
 #   (the smoke suite's decode and vendor rows, fp32 through the Triton interpreter: the
 #   plumbing only, exit codes, CSVs, pairing; the decode suite is bf16 and cuda-only)
-source benchmarks/device_setup.sh
+source benchmarks/gpu/setup.sh
 DEVICE=${DEVICE:-cuda}; SEED=${SEED:-2}; STEP_TIMEOUT=${STEP_TIMEOUT:-150}
 if [[ $DEVICE == cpu ]]; then
   export TRITON_INTERPRET=1
@@ -38,7 +38,7 @@ run() {  # run N
 }
 plugin() {  # plugin N; the plugin loaded by name, whether or not perfci is pip-installed here
   PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 timeout "$STEP_TIMEOUT" python3 -m pytest -p perfci.plugin.pytest_plugin \
-    benchmarks/bench_seed002_decode.py -q -p no:cacheprovider --perfci-device "$DEVICE" \
+    benchmarks/gpu/bench_seed002_decode.py -q -p no:cacheprovider --perfci-device "$DEVICE" \
     --perfci-out "$R/plugin$1.csv" > "$R/plugin$1.log" 2>&1
 }
 {

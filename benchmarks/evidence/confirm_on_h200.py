@@ -1,30 +1,37 @@
-"""Issue 10's confirm figures from the H200 recordings of 2026-11-30 (benchmarks/h200_confirm_session4.sh).
+"""perfci confirm on real H200 rounds (2026-11-30 and 12-01): true plant sizes, confirmation rates, wall time.
 
-    python benchmarks/confirm_h200_analysis.py [--trials 400] [--out report.md]
+    python benchmarks/evidence/confirm_on_h200.py [--trials 200] [--no-common-mode] [--out report.md]
 
-Inputs (benchmarks/results/h200-2026-11-30c/): three recordings of four revisions
-(base; aa: no kernel changed; p3 / p5: extra fully masked K iterations in matmul_tiled
-and the GEMV) measured by warm workers, each round base aa p3 p5 p5 p3 aa base:
-call1 and call2 with ``shared`` workers (one process per revision), call3 with ``fork``
-(a fresh process per case and run); and two end-to-end ``perfci confirm --suite``
-sessions (call1/e2e-*.json, shared workers).
+Inputs, recorded by benchmarks/gpu/confirm_rounds.sh: four recordings of four revisions (base; aa:
+no kernel changed; p3 / p5: extra fully masked K iterations in matmul_tiled and the GEMV) measured
+by warm workers, each round base aa p3 p5 p5 p3 aa base: benchmarks/results/h200-2026-11-30c/
+shared-e2e-and-rounds and shared-rounds with ``shared`` workers (one process per revision),
+fork-rounds with ``fork`` (a fresh process per case and run), and
+h200-2026-12-01/run-isolation-rounds with ``run`` (a fresh process per run, confirm's default);
+and two end-to-end ``perfci confirm --suite`` sessions (shared-e2e-and-rounds/e2e-*.json).
 
 1. **What each revision really changed**, per case and recording: the mean of the
    per-round log differences (X's two runs minus base's two), with a 95% interval.
    The plants' true sizes come from here; so does the per-process offset of
    ``shared`` workers (A/A pairs far from 0 on decode kernels, different per recording).
-2. **Confirmation rates** (fork, the default): pseudo-sessions built from the fork
-   recording's 40 real runs. Each run's vector of per-case log times, minus that
+2. **Confirmation rates** (fork and run recordings): pseudo-sessions built from the
+   recording's real runs. Each run's vector of per-case log times, minus that
    revision's mean for the case, is a residual vector (whole runs are kept, so the
    cases' shared drift stays in); a pseudo-round is four of them drawn at random, a
    planted effect of +3% or +5% is added to one case's CUR runs, and the session is
-   judged exactly as ``perfci confirm`` does (common mode, looks at rounds 5/10/15/20,
-   alpha split across looks, floor 1%). A/A: no plant. Drawing runs independently drops
-   the within-round drift that ABBA cancels, so this is if anything pessimistic.
-   With 40 runs the resampled rates say what these real noise levels allow; they are not
-   40 independent sessions.
+   judged exactly as ``perfci confirm`` does (common mode unless --no-common-mode, looks at
+   rounds 5/10/15/20, alpha split across looks, floor 1%). A/A: no plant. Drawing runs
+   independently drops the within-round drift that ABBA cancels, so this is if anything
+   pessimistic. The resampled rates say what these real noise levels allow; they are not
+   independent sessions.
 3. **Wall time**: the recorded seconds per run (8 cases) give the cost of a round of
    four runs, and so of a session stopping at the rounds the pseudo-sessions needed.
+
+Time: tens of minutes on a 2-core CPU machine at the default 200 trials (--trials 20 for a
+quick look; the rates then move by a few points).
+Pass: the plants read +2.9% / +4.3-4.4% on matmul_tiled 4096^3 in every recording, the A/A rows
+have no false verdict, and with the default seed the output equals
+benchmarks/results/h200-2026-12-01/confirm.md (confirm-no-common-mode.md with --no-common-mode).
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfci.confirm.analysis import Round, StoppingRule, look  # noqa: E402
@@ -45,7 +52,7 @@ DATA = ROOT / "benchmarks" / "results" / "h200-2026-11-30c"
 RECORDINGS = {"shared A (2026-11-30)": DATA / "shared-e2e-and-rounds" / "rounds-full.jsonl",
               "shared B (2026-11-30)": DATA / "shared-rounds" / "rounds-record.jsonl",
               "fork (2026-11-30)": DATA / "fork-rounds" / "rounds-record-fork.jsonl",
-              # 2026-12-01, another H200 of the same kind (benchmarks/h200_confirm_session4.sh MODE=record ISOLATION=run)
+              # 2026-12-01, another H200 host (benchmarks/gpu/confirm_rounds.sh MODE=record ISOLATION=run)
               "run (2026-12-01)": ROOT / "benchmarks" / "results" / "h200-2026-12-01" / "run-isolation-rounds" / "r"
                              / "rounds-record-run.jsonl"}
 REVS = ("base", "aa", "p3", "p5")
@@ -135,14 +142,14 @@ def rates(resid, keys, trials: int, seed: int, common_mode: bool = True
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=200)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=200, help="pseudo-sessions per row (default 200)")
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--out", help="also write the report here")
     ap.add_argument("--no-common-mode", dest="common_mode", action="store_false",
                     help="judge each case on its own (perfci confirm --no-common-mode, as perfci nightly does)")
     args = ap.parse_args()
-    lines = ["# perfci confirm on the H200, 2026-11-30 and 12-01 (benchmarks/confirm_h200_analysis.py)", ""]
+    lines = ["# perfci confirm on the H200, 2026-11-30 and 12-01 (benchmarks/evidence/confirm_on_h200.py)", ""]
     seconds = {}
     for name, path in RECORDINGS.items():
         rounds, keys = load(path)

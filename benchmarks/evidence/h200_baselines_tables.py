@@ -1,25 +1,30 @@
-"""Tables for the closing note, from the H200 results committed in this repo.
+"""Tables from the first H200 baselines (2026-11-29): where the kernels stand, and how far to trust a run.
 
-Reads only CSVs (runs anywhere, no GPU):
-  - kernels against torch.matmul (cuBLAS): ratio per case, geomean per suite;
+Reads committed CSVs only (baselines/h200/2026-11-29/ and benchmarks/results/h200-2026-11-29/):
+  - kernels against torch.matmul (cuBLAS): time ratio per case, geomean per kernel and suite;
   - seed 002's grid-order flip: m_fast=1 against m_fast=0 per decode row;
-  - reproducibility: the cases measured in two fresh-process runs of the same
-    method (run-to-run spread of the reported median);
-  - truth: perfci's event times against the profiler's kernel times.
+  - reproducibility: the cases measured in two fresh-process runs of the same method
+    (run-to-run spread of the reported median);
+  - truth: perfci's event times against torch.profiler's kernel times.
 
-    python benchmarks/h200_analysis.py
+Time: about 1 s on a 2-core CPU machine (pandas only, no GPU, no torch).
+Pass: the output equals benchmarks/results/h200-2026-11-29/analysis.md
+(`python benchmarks/evidence/h200_baselines_tables.py | diff - benchmarks/results/h200-2026-11-29/analysis.md`).
+
+    python benchmarks/evidence/h200_baselines_tables.py [--out FILE]
 """
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-EVIDENCE = HERE / "results" / "h200-2026-11-29"
+ROOT = Path(__file__).resolve().parents[2]
+EVIDENCE = ROOT / "benchmarks" / "results" / "h200-2026-11-29"
 
 
 def geomean(values) -> float:
@@ -101,21 +106,23 @@ def truth() -> list[str]:
     return lines
 
 
-def main() -> None:
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="also write the tables here")
+    args = parser.parse_args()
     decode = pd.read_csv(ROOT / "baselines" / "h200" / "2026-11-29" / "decode.csv")
     prefill = pd.read_csv(ROOT / "baselines" / "h200" / "2026-11-29" / "prefill.csv")
-    print("## Kernels against torch.matmul (H200, baselines/h200/2026-11-29)\n")
-    print("### decode\n")
-    print("\n".join(vendor_ratios(decode)))
-    print("\n### prefill\n")
-    print("\n".join(vendor_ratios(prefill)))
-    print("\n## Seed 002's grid-order flip on the H200 (decode baseline)\n")
-    print("\n".join(grid_order(decode)))
-    print("\n## Reproducibility (two fresh-process runs)\n")
-    print("\n".join(repro()))
-    print("\n## Truth: event times against profiler kernel times\n")
-    print("\n".join(truth()))
+    text = ["## Kernels against torch.matmul (H200, baselines/h200/2026-11-29)\n", "### decode\n",
+            "\n".join(vendor_ratios(decode)), "\n### prefill\n", "\n".join(vendor_ratios(prefill)),
+            "\n## Seed 002's grid-order flip on the H200 (decode baseline)\n", "\n".join(grid_order(decode)),
+            "\n## Reproducibility (two fresh-process runs)\n", "\n".join(repro()),
+            "\n## Truth: event times against profiler kernel times\n", "\n".join(truth())]
+    report = "\n".join(text) + "\n"
+    sys.stdout.write(report)
+    if args.out:
+        Path(args.out).write_text(report, encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
