@@ -33,7 +33,7 @@ import os
 
 import pytest
 
-from perfci.measure.suites import load_suite, project_root, select_cases
+from perfci.suites import load_suite, project_root, select_cases
 
 SUITE = os.environ.get("PERFCI_BENCH_SUITE", "decode")
 FILTER = os.environ.get("PERFCI_BENCH_FILTER", "group~seed002*")

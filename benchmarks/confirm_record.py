@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock  # noqa: E402
-from perfci.measure.suites import load_suite  # noqa: E402
+from perfci.suites import load_suite  # noqa: E402
 
 
 def main() -> int:

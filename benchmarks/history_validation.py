@@ -12,7 +12,7 @@
    effect. K = 1 is today's `perfci compare` of one run against one run (each other night in
    turn). All in time: nights q1-q4 carry a per-process device-clock error of up to 12% (their
    times are right), and the pooled method never uses clocks. The older measurement
-   (baselines/h200/2026-11-29/ and benchmarks/results/h200-2026-11-29b/call3/: three decode
+   (baselines/h200/2026-11-29/ and benchmarks/results/h200-2026-11-29b/aa-nights/: three decode
    nights, two prefill) is reported apart.
 2. Change points (`perfci history check`): per case, nightly series of --nights nights built by
    resampling that case's real quiet nights (a night: one of the five, drawn at random, and its
@@ -39,17 +39,17 @@ sys.path.insert(0, str(ROOT))
 from perfci.compare import CompareOptions, compare  # noqa: E402
 from perfci.compare.noise import profile_for_arch  # noqa: E402
 from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
-from perfci.history.pooled import PooledOptions, build_baseline, judge  # noqa: E402
+from perfci.compare.pooled import PooledOptions, build_baseline, judge  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
 H30 = ROOT / "benchmarks" / "results" / "h200-2026-11-30"
 QUIET = {1: "aa", 2: "aa", 3: "aa", 4: "load", 5: "final"}
 OLD = {"decode": [ROOT / "baselines/h200/2026-11-29/decode.csv",
-                  ROOT / "benchmarks/results/h200-2026-11-29b/call3/decode-aa1.csv",
-                  ROOT / "benchmarks/results/h200-2026-11-29b/call3/decode-aa2.csv"],
+                  ROOT / "benchmarks/results/h200-2026-11-29b/aa-nights/decode-aa1.csv",
+                  ROOT / "benchmarks/results/h200-2026-11-29b/aa-nights/decode-aa2.csv"],
        "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv",
-                   ROOT / "benchmarks/results/h200-2026-11-29b/call3/prefill-aa1.csv"]}
+                   ROOT / "benchmarks/results/h200-2026-11-29b/aa-nights/prefill-aa1.csv"]}
 EFFECTS = (3.0, 5.0, 10.0)
 PRESETS = {"default": PooledOptions(),
            "absolute-floor": PooledOptions(absolute_floor=True),

@@ -28,7 +28,7 @@ def child(suite: str, filter_expr: str | None, index: int) -> None:
     import torch
 
     from perfci.measure.backends import get_backend
-    from perfci.measure.suites import load_suite, select_cases
+    from perfci.suites import load_suite, select_cases
 
     spec = select_cases(load_suite(suite).cases, filter_expr)[index]
     prepared = get_backend(spec.kernel).prepare(spec, torch.device("cuda", 0), 1234)
@@ -79,7 +79,7 @@ def main() -> int:
         return 0
 
     from perfci.results import read_results
-    from perfci.measure.suites import load_suite, select_cases
+    from perfci.suites import load_suite, select_cases
 
     cases = select_cases(load_suite(args.suite).cases, args.filter)
     tables = {os.path.basename(p): read_results(p).by_key() for p in args.compare}

@@ -35,7 +35,7 @@ def main() -> int:
 
     from perfci.measure.backends import get_backend
     from perfci.measure.envinfo import collect_environment, device_cache_bytes, flush_bytes
-    from perfci.measure.suites import load_suite, select_cases
+    from perfci.suites import load_suite, select_cases
     from perfci.measure.timing import EventMarks, median, time_iterations
     from perfci.measure.worker import _capture_graph, _warm_up
     from perfci.measure.telemetry import NullSource

@@ -133,7 +133,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args) -> int:
-    from perfci.compare.comparison import CompareOptions
+    from perfci.compare.comparison import CompareOptions, missing_cases
     from perfci.compare.explain import with_explain
     from perfci.compare.identity import with_identity
     from perfci.compare.inputs import check_same_device, read_any, read_profile
@@ -145,8 +145,8 @@ def main(args) -> int:
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
     if os.path.isdir(args.base):
-        # A history store: tonight against the last K nights (perfci/history/pooled.py).
-        from perfci.history.cli import pooled_comparison
+        # A history store: tonight against the last K nights (perfci/compare/pooled.py).
+        from perfci.compare.store import pooled_comparison
 
         result = pooled_comparison(args.base, args.cur, profile, opts, args.nights)
         base, cur = None, read_any(args.cur)
@@ -180,13 +180,6 @@ def main(args) -> int:
     if args.strict and result.inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
-
-
-def missing_cases(result) -> list[tuple[str, str, str]]:
-    """Cases measured (ok) in BASE that CUR lacks or skipped: a half-missing run is not a clean one."""
-    return [(c.kernel, c.shape, c.dtype) for c in result.cases
-            if c.verdict == "removed" and c.base_status == "ok"
-            or c.verdict == "skipped" and c.base_status == "ok"]
 
 
 def _shown(result, only_changed: bool, order: str):

@@ -149,3 +149,10 @@ def summarize(cases: Sequence[CaseComparison]) -> Summary:
     speedup = num / den if timed and den > 0 else None
     worst = tuple(c.key for c in cases if c.verdict in ("broken", "regressed"))
     return Summary(counts, len(timed), geo, geo_adj, speedup, worst)
+
+
+def missing_cases(result: Comparison) -> list[tuple[str, str, str]]:
+    """Cases measured (ok) in BASE that CUR lacks or skipped: a half-missing run is not a clean one."""
+    return [(c.kernel, c.shape, c.dtype) for c in result.cases
+            if c.verdict == "removed" and c.base_status == "ok"
+            or c.verdict == "skipped" and c.base_status == "ok"]

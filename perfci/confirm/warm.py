@@ -137,7 +137,7 @@ def first_rows(first: dict[str, dict[tuple[str, ...], tuple]], suite: str) -> di
 def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, device: str,
                repeats: int, timeout_s: float | None, isolation: str = "run") -> SuiteSpec:
     """Load and select the cases from the current checkout's suites (as ``perfci run`` does)."""
-    from perfci.measure.suites import load_case_keys, load_suite, project_root, select_cases
+    from perfci.suites import load_case_keys, load_suite, project_root, select_cases
 
     loaded = load_suite(suite, project_root())
     keys = load_case_keys(cases_file) if cases_file else None

@@ -7,7 +7,7 @@ Layout (pure core, IO at the edge, as in :mod:`perfci.compare`):
 * :mod:`perfci.history.store` -- the store on disk: a directory with a versioned
   manifest and one results CSV per run; ``add`` and ``load``.
 * :mod:`perfci.history.changepoints` -- change points in one case's series (pure).
-* :mod:`perfci.history.pooled` -- ``perfci compare STORE CUR``: tonight against
+* :mod:`perfci.compare.pooled` -- ``perfci compare STORE CUR``: tonight against
   the last K nights, with each case's between-night spread (pure).
 * :mod:`perfci.history.otava` -- Apache Otava's CSV and config (pure text).
 * :mod:`perfci.history.render`, :mod:`perfci.history.plot`,

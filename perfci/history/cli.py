@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 from perfci.args import at_least, percentage, probability
@@ -222,47 +220,3 @@ def report_main(args) -> int:
     atomic_write_text(out / "index.html", index_html(history, cases))
     print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)")
     return EXIT_OK
-
-
-# --------------------------------------------------------------------------- perfci compare STORE CUR
-
-
-def pooled_comparison(store: str, cur_path: str, profile, opts, nights: int | None):
-    """``perfci compare STORE CUR``: read both, check the device, judge (perfci.history.pooled)."""
-    from perfci.compare.noise import profile_for_arch
-    from perfci.history.model import run_info
-    from perfci.history.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
-    from perfci.history.store import load
-    from perfci.results import read_results_cells
-
-    history = load(store)
-    table, cells = read_results_cells(cur_path)
-    if table.format != "perfci":
-        raise PerfciError(f"{cur_path}: a {table.format} file; a history store is compared with perfci "
-                          f"results CSVs only")
-    device = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
-    arch_cur = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
-    m = history.manifest
-    if not device or not arch_cur:
-        raise PerfciError(f"{cur_path}: no device_name/arch columns, so it cannot be checked against "
-                          f"{store}'s device ({m.device_name}, {m.arch})")
-    if (device, arch_cur) != (m.device_name, m.arch):
-        raise PerfciError(f"{cur_path}: ran on {device} ({arch_cur}) but {store} holds runs of "
-                          f"{m.device_name} ({m.arch})")
-    if not history.runs:
-        raise PerfciError(f"{store}: the store has no runs yet; add some with `perfci history add`")
-    suite = Counter(c.get("suite", "") for c in cells).most_common(1)[0][0]
-    try:
-        cur_id = run_info(cur_path, table, cells).run_id
-    except PerfciError:
-        cur_id = None  # no timestamp: it cannot be in the store either
-    runs = [(r.info.suite, r.table) for r in history.runs if r.info.run_id != cur_id]
-    arch = opts.arch or m.arch
-    profile = profile or profile_for_arch(arch)
-    popts = PooledOptions(nights=nights or DEFAULT_NIGHTS)
-    result = judge(build_baseline(runs, profile, popts, arch), table, suite, arch, profile, opts, popts,
-                   base_label=f"{store} (last {popts.nights} nights)")
-    if len(runs) < len(history.runs):
-        result = replace(result, notes=result.notes + (
-            "CUR is itself in the store; it was left out of its own baseline",))
-    return result

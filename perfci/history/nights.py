@@ -1,7 +1,7 @@
 """What one night of one case is worth: its level, that level's own variance, and each run's suite-wide shift.
 
 Pure numbers in and out; shared by ``history check`` (:mod:`perfci.history.changepoints`)
-and ``compare STORE CUR`` (:mod:`perfci.history.pooled`).
+and ``compare STORE CUR`` (:mod:`perfci.compare.pooled`).
 
 * **A night's level** is the mean of its fastest half of repeats (log time),
   not their median. Interference only ever slows a kernel down, so a night's

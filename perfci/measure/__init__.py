@@ -1,10 +1,9 @@
 """Measuring a suite: ``perfci run``.
 
-suites (what to run) -> runner (a process per case, the GPU lock) -> worker
+perfci.suites (what to run) -> runner (a process per case, the GPU lock) -> worker
 (prepare, correctness gate, warm-up, the timing loop of :mod:`.timing`, telemetry)
 -> a results CSV (:mod:`perfci.results`). Torch is imported by the worker only.
 """
 from perfci.measure.runner import CaseRunner, RunOptions
-from perfci.measure.suites import Suite, load_suite, select_cases
 
-__all__ = ["CaseRunner", "RunOptions", "Suite", "load_suite", "select_cases"]
+__all__ = ["CaseRunner", "RunOptions"]

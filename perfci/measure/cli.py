@@ -108,7 +108,7 @@ def add_parser(subparsers) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from perfci.measure.suites import (load_case_keys, load_suite, parse_shard, placements, project_root,
+    from perfci.suites import (load_case_keys, load_suite, parse_shard, placements, project_root,
                                        select_cases, shard_cases)
 
     if not 60 <= args.iters <= 80:

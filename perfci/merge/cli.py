@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from perfci.errors import EXIT_OK, PerfciError
+from perfci.errors import EXIT_OK
 
 DESCRIPTION = """\
 Join the results CSVs of `perfci run SUITE --shard I/N` (one per shard, from N
@@ -43,31 +42,8 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=main)
 
 
-def merge_files(paths: list[str], out: str) -> str:
-    """Merge the shard CSVs at ``paths`` into ``out`` (atomically); returns a one-line summary."""
-    from perfci.files import atomic_write_text
-    from perfci.merge.core import ShardFile, merge_shards, render_merged
-    from perfci.results import read_results_cells
-
-    real = [os.path.realpath(p) for p in paths]
-    if len(set(real)) != len(real):
-        twice = next(p for p, r in zip(paths, real) if real.count(r) > 1)
-        raise PerfciError(f"merge: {twice} is given twice")
-    if os.path.realpath(out) in real:
-        raise PerfciError(f"merge: --out {out} is one of the shards it reads; write the merged run "
-                          f"to another file")
-    files = []
-    for path in paths:
-        table, cells = read_results_cells(path)
-        files.append(ShardFile(table=table, header=tuple(cells[0]), cells=cells))
-    merged = merge_shards(files)
-    atomic_write_text(out, render_merged(merged))
-    v = merged.values
-    what = ", ".join(filter(None, (v["suite"], v["device_name"] or v["arch"], v["git_sha"][:8])))
-    parts = f"{merged.shards} shards" if merged.shards else f"{len(files)} files"
-    return f"perfci merge: {parts}, {len(merged.rows)} cases{f' ({what})' if what else ''}: wrote {out}"
-
-
 def main(args: argparse.Namespace) -> int:
+    from perfci.merge.core import merge_files
+
     print(merge_files(list(args.shards), args.out), file=sys.stderr)
     return EXIT_OK

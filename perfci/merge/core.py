@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -207,3 +208,27 @@ def _check_selection(files: Sequence[ShardFile]) -> None:
     if selection_id(keys) != selection:
         raise PerfciError(f"merge: the shards' cases are not the ones their run selected "
                           f"(selection {selection}, the rows make {selection_id(keys)})")
+
+
+def merge_files(paths: list[str], out: str) -> str:
+    """Merge the shard CSVs at ``paths`` into ``out`` (atomically); returns a one-line summary."""
+    from perfci.files import atomic_write_text
+    from perfci.results import read_results_cells
+
+    real = [os.path.realpath(p) for p in paths]
+    if len(set(real)) != len(real):
+        twice = next(p for p, r in zip(paths, real) if real.count(r) > 1)
+        raise PerfciError(f"merge: {twice} is given twice")
+    if os.path.realpath(out) in real:
+        raise PerfciError(f"merge: --out {out} is one of the shards it reads; write the merged run "
+                          f"to another file")
+    files = []
+    for path in paths:
+        table, cells = read_results_cells(path)
+        files.append(ShardFile(table=table, header=tuple(cells[0]), cells=cells))
+    merged = merge_shards(files)
+    atomic_write_text(out, render_merged(merged))
+    v = merged.values
+    what = ", ".join(filter(None, (v["suite"], v["device_name"] or v["arch"], v["git_sha"][:8])))
+    parts = f"{merged.shards} shards" if merged.shards else f"{len(files)} files"
+    return f"perfci merge: {parts}, {len(merged.rows)} cases{f' ({what})' if what else ''}: wrote {out}"

@@ -72,7 +72,7 @@ def baseline(n: Night) -> tuple[str, str]:
         n.baseline = "nothing (first night)"
         return core.OK, f"first night on {n.device}: no history night of suite {n.suite} and no --baseline"
     if plan == "pooled":
-        from perfci.history.cli import pooled_comparison
+        from perfci.compare.store import pooled_comparison
 
         result = pooled_comparison(cfg.history, str(n.run_path), profile, CompareOptions(), cfg.nights)
         result = with_identity(result, None, read_any(n.run_path))
@@ -190,7 +190,7 @@ def confirm(n: Night) -> tuple[str, str]:
     # --no-common-mode: these cases were chosen because they moved, so what they share is the
     # regression itself; judged relative to each other (confirm's default) it would cancel out.
     # On a 2-GPU H200, a change that slowed most cases of a confirm session by ~20% read as
-    # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/call3-group).
+    # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/group-prefill-and-stages).
     words = ["confirm", n.good_sha, n.sha, "--suite", n.suite_word, "--cases", str(flagged_path),
              "--no-common-mode", "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root),
              *n.cfg.confirm_args]

@@ -19,7 +19,7 @@ from perfci.nightly.state import Night, git
 
 
 def tonight(n: Night) -> tuple[str, str]:
-    from perfci.measure.suites import BUILTIN_SUITES, load_suite, project_root
+    from perfci.suites import BUILTIN_SUITES, load_suite, project_root
     from perfci.results import read_results_cells
 
     cfg = n.cfg
@@ -70,8 +70,7 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
     missing tonight (the gate's ``incomplete``). Everything else merge refuses
     (overlapping shards, mixed devices, commits or schemas) stays bad input.
     """
-    from perfci.merge.cli import merge_files
-    from perfci.merge.core import ShardFile, merge_shards, render_merged
+    from perfci.merge.core import ShardFile, merge_files, merge_shards, render_merged
     from perfci.results import read_results_cells
 
     paths = sorted(glob.glob(pattern))

@@ -83,7 +83,7 @@ def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> V
     pytest session often runs a selection (``-k``); ``perfci compare`` on the CSV
     is the strict, whole-suite gate.
     """
-    from perfci.compare.cli import missing_cases
+    from perfci.compare.comparison import missing_cases
     from perfci.compare.identity import with_identity
     from perfci.compare.inputs import check_same_device, read_any
     from perfci.compare.render import RENDERERS

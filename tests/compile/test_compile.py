@@ -51,7 +51,7 @@ def suite_reports(tmp_path_factory):
     script = ("import pickle, sys\n"
               "from perfci.compile.arches import ARCHES\n"
               "from perfci.compile.build import compile_cases\n"
-              "from perfci.measure.suites import load_suite\n"
+              "from perfci.suites import load_suite\n"
               "reports = {n: compile_cases(load_suite(n).cases, tuple(ARCHES.values())) for n in ('decode', 'prefill')}\n"
               "pickle.dump(reports, open(sys.argv[1], 'wb'))\n")
     proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True,

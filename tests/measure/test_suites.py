@@ -4,7 +4,7 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.model import CaseSpec
-from perfci.measure.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
+from perfci.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
                            project_root, select_cases)
 
 ROOT = project_root()
@@ -142,7 +142,7 @@ def test_bad_shards_are_one_line(text, message):
 
 
 def test_shards_are_balanced_in_count_and_flops_and_ignore_the_suite_order():
-    from perfci.measure.suites import shard_cases
+    from perfci.suites import shard_cases
 
     for name in ("decode", "prefill"):
         cases = load_suite(name).cases
@@ -159,14 +159,14 @@ def test_shards_are_balanced_in_count_and_flops_and_ignore_the_suite_order():
 
 
 def test_more_shards_than_cases_is_refused_not_an_empty_run():
-    from perfci.measure.suites import shard_cases
+    from perfci.suites import shard_cases
 
     with pytest.raises(PerfciError, match=r"--shard 2/9: only \d+ case\(s\) are selected"):
         shard_cases(CASES[:3], (2, 9))
 
 
 def test_placements_number_the_selection_and_name_the_shard():
-    from perfci.measure.suites import placements
+    from perfci.suites import placements
     from perfci.results import selection_id
 
     placed = placements(CASES, (2, 3))
@@ -180,7 +180,7 @@ def test_placements_number_the_selection_and_name_the_shard():
 
 
 def test_cases_from_a_compare_json_are_those_not_unchanged(tmp_path):
-    from perfci.measure.suites import load_case_keys
+    from perfci.suites import load_case_keys
 
     path = tmp_path / "verdicts.json"
     path.write_text(json.dumps({"cases": [
@@ -191,7 +191,7 @@ def test_cases_from_a_compare_json_are_those_not_unchanged(tmp_path):
 
 
 def test_cases_from_lines_accept_run_list_output_and_comments(tmp_path):
-    from perfci.measure.suites import load_case_keys
+    from perfci.suites import load_case_keys
 
     path = tmp_path / "keys.txt"
     path.write_text("# confirm these\ngemv,1x64x64,fp32\ntorch_matmul\t8x16x32\tfp32\tgroup-a\n\n")
@@ -202,7 +202,7 @@ def test_cases_from_lines_accept_run_list_output_and_comments(tmp_path):
 
 
 def test_select_cases_keeps_exactly_the_named_ones_and_refuses_unknown_keys():
-    from perfci.measure.suites import select_cases
+    from perfci.suites import select_cases
 
     suite = load_suite("smoke")
     first, last = suite.cases[0], suite.cases[-1]

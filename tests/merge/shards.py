@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from perfci.measure.suites import load_suite, placements, shard_cases
+from perfci.suites import load_suite, placements, shard_cases
 from perfci.results import COLUMNS
 
 DATA = Path(__file__).resolve().parents[1] / "data"

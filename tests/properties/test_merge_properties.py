@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfci.errors import PerfciError
-from perfci.measure.suites import load_suite, placements, shard_cases
+from perfci.suites import load_suite, placements, shard_cases
 from perfci.merge.core import ShardFile, merge_shards
 from perfci.results import read_results_cells
 from tests.merge.shards import CUR, cut

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfci.errors import PerfciError
-from perfci.measure.suites import (ENTRY_KEYS, SUITE_KEYS, load_case_keys, load_suite, parse_shard, parse_suite,
+from perfci.suites import (ENTRY_KEYS, SUITE_KEYS, load_case_keys, load_suite, parse_shard, parse_suite,
                                    shard_cases)
 from perfci.model import DTYPES
 from perfci.results import MAX_DIM

@@ -9,7 +9,7 @@ import pytest
 from perfci.compare import CompareOptions
 from perfci.compare.noise import profile_for_arch
 from perfci.history import store
-from perfci.history.pooled import PooledOptions, build_baseline, fit_prior, judge
+from perfci.compare.pooled import PooledOptions, build_baseline, fit_prior, judge
 from perfci.results import COLUMNS, read_results, render_rows_csv
 from tests.history.synth import night_rows, write_night
 
