@@ -4,17 +4,22 @@ Runs on any machine: ``triton.compile(ASTSource(...), target=GPUTarget(...))``
 cross-compiles for HIP and CUDA without a GPU. AMD resources come from the
 amdgcn text; NVIDIA ones from running the ptxas Triton ships with ``-v`` on the
 PTX (the same flags Triton's own ptxas call uses; Triton discards that log).
-Launches that specialize identically compile once per process.
+Launches that specialize identically compile once per process, and once per
+cache directory across processes (:mod:`perfci.compile.cache`).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+import re
 import subprocess
 import tempfile
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
 from perfci.compile.arches import Arch
+from perfci.compile.cache import DiskCache, entry_key
 from perfci.compile.plan import VENDOR_KERNELS, Launch, plan_case
 from perfci.compile.report import AMD_KNOBS, CaseReport, Compiled, KernelReport, error_report, kernel_report
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
@@ -56,7 +61,44 @@ def _ptxas_resources(ptx: str, arch: Arch, fp_fusion: bool):
     return parse_ptxas(proc.stdout + proc.stderr)
 
 
-def compile_launch(launch: Launch, arch: Arch) -> "Compiled | str":
+@functools.lru_cache(maxsize=None)
+def _backend_hash(arch: Arch) -> str:
+    """Triton's own hash of the target's code generator: the ptxas version on NVIDIA, the LLVM revision on AMD."""
+    _, _, GPUTarget = _triton()
+    target = GPUTarget(arch.backend, arch.target_arch, arch.warp_size)
+    if arch.vendor == "amd":
+        from triton.backends.amd.compiler import HIPBackend as Backend
+    else:
+        from triton.backends.nvidia.compiler import CUDABackend as Backend  # type: ignore[assignment]
+    return str(Backend(target).hash())
+
+
+def compiler_versions(arch: Arch) -> dict[str, str]:
+    """The compilers that produce ``arch``'s code here: what a resources file records."""
+    triton, _, _ = _triton()
+    out = {"triton": str(triton.__version__)}
+    backend = _backend_hash(arch)
+    if arch.vendor == "nvidia":
+        found = re.search(r"release [\d.]+, V([\d.]+)", backend)
+        out["ptxas"] = found.group(1) if found else backend.split("-")[0].strip()
+    else:
+        found = re.search(r"\)-([0-9a-f]{7,})", backend)
+        if found:
+            out["amd_codegen"] = found.group(1)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _source_of(module: str, kernel: str) -> str:
+    """What the kernel's code depends on: the JIT's cache_key covers the functions it calls."""
+    mod = importlib.import_module(module)
+    key = getattr(getattr(mod, kernel), "cache_key", None)
+    if isinstance(key, str) and key:
+        return key
+    return Path(mod.__file__ or "").read_text(encoding="utf-8")
+
+
+def compile_launch(launch: Launch, arch: Arch, disk: DiskCache | None = None) -> "Compiled | str":
     """The compiled kernel's resources, or the compile error's text (one line)."""
     triton, ASTSource, GPUTarget = _triton()
     from triton import knobs
@@ -69,6 +111,14 @@ def compile_launch(launch: Launch, arch: Arch) -> "Compiled | str":
            repr(sorted(attrs.items())), launch.options)
     if key in _CACHE:
         return _CACHE[key]
+    disk_key = ""
+    if disk is not None:
+        disk_key = entry_key(_source_of(launch.module, launch.kernel), (key, _backend_hash(arch)),
+                             compiler_versions(arch))
+        found = disk.get(disk_key)
+        if found is not None:
+            _CACHE[key] = found
+            return found
     target = GPUTarget(arch.backend, arch.target_arch, arch.warp_size)
     try:
         kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
@@ -85,14 +135,18 @@ def compile_launch(launch: Launch, arch: Arch) -> "Compiled | str":
         text = " ".join(str(err).split()) or type(err).__name__
         result = f"{type(err).__name__}: {text[:300]}"
     _CACHE[key] = result
+    if disk is not None:
+        disk.put(disk_key, result)
     return result
 
 
-def compile_case(spec: CaseSpec, arch: Arch) -> CaseReport:
+def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
+                 config: Mapping[str, int] | None = None) -> CaseReport:
+    """One case on one arch. ``config`` overrides the table's config, the case keeping its key."""
     if spec.kernel in VENDOR_KERNELS:
         return CaseReport(spec, arch.name, (), note=f"not compiled: {VENDOR_KERNELS[spec.kernel]}")
     try:
-        launches = plan_case(spec, arch)
+        launches = plan_case(spec, arch, config)
     except ValueError as err:
         return CaseReport(spec, arch.name, (KernelReport(
             kernel=spec.kernel, config=(), grid=(), vgprs=None, agprs=None, sgprs=None, registers=None, spills=None,
@@ -100,18 +154,20 @@ def compile_case(spec: CaseSpec, arch: Arch) -> CaseReport:
             problems=(f"no launch: {err}",)),))
     reports = []
     for launch in launches:
-        compiled = compile_launch(launch, arch)
+        compiled = compile_launch(launch, arch, disk)
         reports.append(error_report(launch, compiled) if isinstance(compiled, str)
                        else kernel_report(launch, arch, compiled))
     return CaseReport(spec, arch.name, tuple(reports))
 
 
 def compile_cases(cases: Iterable[CaseSpec], arches: Iterable[Arch],
-                  progress: Callable[[CaseReport], None] | None = None) -> list[CaseReport]:
+                  progress: Callable[[CaseReport], None] | None = None, disk: DiskCache | None = None,
+                  config: Mapping[str, int] | None = None) -> list[CaseReport]:
+    cases = list(cases)
     out = []
     for arch in arches:
         for spec in cases:
-            report = compile_case(spec, arch)
+            report = compile_case(spec, arch, disk, config)
             out.append(report)
             if progress:
                 progress(report)

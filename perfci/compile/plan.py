@@ -15,7 +15,7 @@ device would run. tests/compile checks this against the JIT's own rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from kernels import _configs
 from perfci.compile.arches import Arch
@@ -91,12 +91,19 @@ def element_types(dtype: str, arch: Arch) -> tuple[str, str]:
     return dtype, dtype
 
 
-def _override(spec: CaseSpec) -> dict[str, int] | None:
-    return {_CONFIG_KEYS[k]: int(v) for k, v in spec.variant.items() if k in _CONFIG_KEYS} or None
+def _override(spec: CaseSpec, config: Mapping[str, int] | None = None) -> dict[str, int] | None:
+    out = {_CONFIG_KEYS[k]: int(v) for k, v in spec.variant.items() if k in _CONFIG_KEYS}
+    out.update({k: int(v) for k, v in (config or {}).items()})
+    return out or None
 
 
-def plan_case(spec: CaseSpec, arch: Arch) -> tuple[Launch, ...]:
-    """The launches of ``spec`` on ``arch``; () for a vendor kernel; ValueError as the launcher raises it."""
+def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = None) -> tuple[Launch, ...]:
+    """The launches of ``spec`` on ``arch``; () for a vendor kernel; ValueError as the launcher raises it.
+
+    ``config`` (KernelConfig fields: ``{"BLOCK_N": 256, "num_stages": 4}``) overrides the
+    table's config on top of the case's variant, the case keeping its key: what a config
+    edit in kernels/_configs.py would compile to, without editing it.
+    """
     if spec.kernel in VENDOR_KERNELS:
         return ()
     kind = arch.kind
@@ -104,7 +111,7 @@ def plan_case(spec: CaseSpec, arch: Arch) -> tuple[Launch, ...]:
     ein, eout = element_types(spec.dtype, arch)
     bin_, bout = DTYPE_BYTES[spec.dtype], (2 if spec.dtype == "fp8" else DTYPE_BYTES[spec.dtype])
     a, b, c = Ptr(ein, m * k * bin_), Ptr(ein, n * k * bin_), Ptr(eout, m * n * bout)
-    override = _override(spec)
+    override = _override(spec, config)
     if spec.kernel in ("matmul_tiled", "matmul_persistent"):
         epilogue = str(spec.variant.get("epilogue", "none"))
         bias = Ptr(eout, n * bout) if epilogue != "none" else c

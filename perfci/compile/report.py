@@ -22,7 +22,7 @@ ACCEPTED_SPILLS: dict[tuple[str, str], tuple[int, str]] = {
     ("sm_90", "splitk_decode"): (
         8, "8 B under Triton 3.9's ptxas (13.x) only: Triton 3.6 compiles it spill-free on the H200; there "
            "`perfci confirm --suite decode` measured the spill-free 8-warp alternative 2.8-11% slower on 4 cases "
-           "(benchmarks/results/h200-2026-12-01/call2-explain/r/warps.json), so the 4-warp config stays"),
+           "(benchmarks/results/h200-2026-12-01/explain-plugin-warps/r/warps.json), so the 4-warp config stays"),
     ("sm_90", "matmul_tiled[epilogue=bias_gelu]"): (
         128, "100 B under Triton 3.9's ptxas; the H200 measured this case at 1774 us against 1829 us for the "
              "tile without epilogue (baselines/h200/prefill.csv); the fix (the epilogue in tiled_config's key) "
@@ -134,21 +134,27 @@ def error_report(launch: Launch, message: str) -> KernelReport:
 def case_json(report: CaseReport) -> dict[str, Any]:
     """One entry of the json ``cases`` list: the main kernel's fields flat, every kernel under ``kernels``."""
     spec = report.case
-    kernels = [_kernel_json(k) for k in report.kernels]
-    main = kernels[0] if kernels else {}
     out: dict[str, Any] = {"kernel": spec.label, "group": spec.group, "shape": spec.shape, "dtype": spec.dtype,
                            "arch": report.arch, "status": report.status}
-    for key in ("config", "vgprs", "sgprs", "agprs", "registers", "spills", "spill_unit", "scratch_bytes",
-                "shared_bytes", "occupancy"):
-        out[key] = main.get(key)
-    out["problems"] = [p for k in kernels for p in k["problems"]]
-    out["kernels"] = kernels
+    out.update(kernels_json(report.kernels))
     if report.note or report.accepted:
         out["note"] = report.note or f"accepted spill: {report.accepted}"
     return out
 
 
-def _kernel_json(k: KernelReport) -> dict[str, Any]:
+def kernels_json(reports: tuple[KernelReport, ...]) -> dict[str, Any]:
+    """A case's main kernel's fields flat, every problem, and every kernel under ``kernels``."""
+    kernels = [kernel_json(k) for k in reports]
+    main = kernels[0] if kernels else {}
+    out: dict[str, Any] = {key: main.get(key) for key in (
+        "config", "vgprs", "sgprs", "agprs", "registers", "spills", "spill_unit", "scratch_bytes", "shared_bytes",
+        "occupancy")}
+    out["problems"] = [p for k in kernels for p in k["problems"]]
+    out["kernels"] = kernels
+    return out
+
+
+def kernel_json(k: KernelReport) -> dict[str, Any]:
     occ = k.occupancy
     return {
         "kernel": k.kernel, "config": dict(k.config), "grid": list(k.grid), "vgprs": k.vgprs, "agprs": k.agprs,
