@@ -1,4 +1,8 @@
-"""Device ceilings for the '% of roofline' column, and the ridge point.
+"""Device ceilings for the '% of roofline' column, the ridge point, and the clock rule.
+
+The clock rule (:func:`clock_exponent`: how far a case's time follows the core
+clock) lives here, at the top layer, because compare and history both judge
+cases by it and neither may import the other's package.
 
 Two kinds of number live here and the table says which is which:
 - measured: read on this project's own hardware, with the command in README;
@@ -8,9 +12,10 @@ A device missing here gets no roofline column rather than an invented one.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from perfci.model import CaseSpec
+from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, CaseSpec
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,46 @@ def ridge_flop_per_byte(arch: str, dtype: str) -> float | None:
         return None
     tflops, tbps = peaks
     return tflops / tbps
+
+
+def clock_exponent(arch: str, dtype: str, m: int | None, n: int | None, k: int | None,
+                   elem_bytes: float, out_bytes: float) -> float | None:
+    """How strongly a case's time follows the core clock: 1 compute-bound, 0 memory-bound.
+
+    Arithmetic intensity 2MNK / bytes against the arch's ridge point: at or above
+    2^1.5 ≈ 2.8x the ridge the case is compute-bound (time ∝ 1/clock, so it is
+    compared in cycles); at or below ridge / 2.8 it is memory-bound (the core
+    clock does not set its time, so it is not scaled). The band is that wide
+    because achieved peaks sit below datasheet ones by different amounts for
+    compute and memory, which moves each kernel's real ridge. In between, where a kernel is
+    partly limited by both, the exponent rises linearly in log(intensity) —
+    scaling those cases fully or not at all would leave half a clock swing in
+    them either way. ``None`` when the arch or the shape is unknown.
+    """
+    ridge = ridge_flop_per_byte(arch, dtype)
+    if ridge is None or not (m and n and k):
+        return None
+    nbytes = (m * k + k * n) * elem_bytes + m * n * out_bytes
+    ai = 2.0 * m * n * k / nbytes
+    x = math.log2(ai / ridge)
+    return min(1.0, max(0.0, (x + BAND_OCTAVES) / (2.0 * BAND_OCTAVES)))
+
+
+# Half-width, in octaves of arithmetic intensity, of the band around the ridge
+# where a kernel is limited by both compute and memory.
+BAND_OCTAVES = 1.5
+# Clock exponents strictly inside (BAND_LOW, BAND_HIGH) are "transition band".
+BAND_LOW, BAND_HIGH = 0.0, 1.0
+
+
+def in_transition_band(exponent: float | None) -> bool:
+    """Whether a case is limited by both compute and memory (gets the band floors)."""
+    return exponent is not None and BAND_LOW < exponent < BAND_HIGH
+
+
+def case_clock_exponent(arch: str, dtype: str, m: int | None, n: int | None, k: int | None) -> float | None:
+    """:func:`clock_exponent` of a GEMM case, with its dtype's element and output sizes."""
+    return clock_exponent(arch, dtype, m, n, k, DTYPE_BYTES.get(dtype, 2), OUT_DTYPE_BYTES.get(dtype, 2))
 
 
 @dataclass(frozen=True)
