@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perfci.history.nights import night_level
+from perfci.history.nights import night_level, successive_spread
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,7 @@ def clip_spikes(y: np.ndarray, clip_sd: float, half_window: int = 2) -> np.ndarr
     """Pull each night to within CLIP_SD robust sd of the running median of its neighbourhood."""
     if clip_sd <= 0 or y.size < 3:
         return y
-    d = np.diff(y)
-    sd = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+    sd = successive_spread(y)
     if sd <= 0:
         return y
     n = y.size
@@ -138,8 +137,18 @@ def detect(values: Sequence[float], options: ChangeOptions | None = None,
     REPEATS, when given, are each night's repeat times: the night's level is
     then :func:`night_level` of them (``values`` only for a night without any).
     """
+    return detect_levels(levels(values, repeats), options)
+
+
+def detect_levels(log_levels: Sequence[float], options: ChangeOptions | None = None) -> Detection:
+    """Change points of a series of nightly log levels, oldest first (before/after: exp of their medians).
+
+    The levels may be in any space that is a log time up to a constant: log
+    time, or cycles quoted as time at a reference clock
+    (:mod:`perfci.history.clockspace`).
+    """
     opts = options or ChangeOptions()
-    y = levels(values, repeats)
+    y = np.asarray(log_levels, dtype=float)
     n = int(y.size)
     if n < 2 * opts.min_segment:
         return Detection(n, (), True)

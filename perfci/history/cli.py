@@ -25,7 +25,9 @@ there, a run of another device, and a directory that is not a store.
 
 actions:
   add STORE RUN.csv ...      append runs (the store is created by the first add)
-  check STORE                change points per case (run, sha, before/after, p)
+  check STORE                change points per case (run, sha, before/after, p), each
+                             case in cycles where its clock explains its nightly
+                             spread, else in time (said per case)
   export STORE --otava       Apache Otava's CSV (stdout), or --out DIR: a CSV per
                              suite and otava.yaml
   plot STORE --out DIR       a trend PNG per case: medians, levels, noise band,
@@ -38,7 +40,8 @@ Judge tonight against the store's last K nights with
 
 EPILOG = """\
 exit codes:
-  0  done (check: whether or not it found changes, unless --fail-recent)
+  0  done (check: whether or not it found changes, unless --fail-recent; plot/report: also
+     when a case's trend could not be drawn, which is a warning on stderr and on its page)
   1  check --fail-recent N: a case became slower within its last N runs
   2  bad input: a bad CSV, a foreign or corrupt store, another device, a run already there
 
@@ -77,6 +80,9 @@ def add_parser(subparsers) -> None:
                    help="runs on each side of a change (default 3: a lone spike is never one)")
     c.add_argument("--min-change", type=percentage, default=1.0, metavar="PCT",
                    help="do not report shifts below PCT%% (default 1)")
+    c.add_argument("--space", choices=("auto", "time"), default="auto",
+                   help="auto (default): each case in cycles where its clock explains its nightly spread better "
+                        "than time, else in time (compare's rule, said per case); time: every case in time")
     c.add_argument("--fail-recent", type=at_least(1, "count at least the newest run"), metavar="N",
                    help="exit 1 when a change made a case slower within its last N runs (a change needs "
                         "--min-segment runs after it to be found, so N below that never fails)")
@@ -95,6 +101,8 @@ def add_parser(subparsers) -> None:
         q.add_argument("store", metavar="STORE")
         q.add_argument("--out", metavar="DIR", required=True)
         q.add_argument("--filter", metavar="TEXT", help="only cases whose 'kernel shape dtype' contains TEXT")
+        q.add_argument("--space", choices=("auto", "time"), default="auto",
+                       help="the space each case is drawn in, as `history check --space`")
         q.set_defaults(handler=plot_main if name == "plot" else report_main)
 
 
@@ -122,7 +130,7 @@ def check_main(args) -> int:
     from perfci.history.store import load
 
     opts = ChangeOptions(alpha=args.alpha, min_segment=args.min_segment, min_change_pct=args.min_change)
-    result = check(load(args.store), opts)
+    result = check(load(args.store), opts, args.space)
     sys.stdout.write((render_json if args.format == "json" else render_table)(result))
     if args.fail_recent is None:
         return EXIT_OK
@@ -182,7 +190,7 @@ def _checks(args):
     from perfci.history.store import load
 
     history = load(args.store)
-    result = check(history)
+    result = check(history, rule=args.space)
     cases = [c for c in result.cases if not args.filter or args.filter in c.series.label]
     if not cases:
         raise PerfciError(f"{args.store}: no case to draw" + (f" matches --filter {args.filter!r}"
@@ -190,20 +198,29 @@ def _checks(args):
     return history, cases
 
 
-def _write_pngs(history, cases, folder: Path) -> None:
-    from perfci.history.plot import trend_png
+def _write_pngs(history, cases, folder: Path) -> dict[str, str]:
+    """Write each case's trend; a case whose plot fails gets a warning (stderr, and returned by slug)."""
+    from perfci.history.plot import trend_png_or_warning
     from perfci.history.report import case_slug
     from perfci.history.store import write_bytes_atomic
 
+    warnings = {}
     for case in cases:
-        png = trend_png(case.series, case.detection, f"{history.manifest.device_name}, {case.series.suite}")
+        png, warning = trend_png_or_warning(case.series, case.detection,
+                                            f"{history.manifest.device_name}, {case.series.suite}", case.judged)
+        if png is None:
+            warnings[case_slug(case.series)] = warning
+            print(f"perfci history: warning: {warning}", file=sys.stderr)
+            continue
         write_bytes_atomic(folder / f"{case_slug(case.series)}.png", png)
+    return warnings
 
 
 def plot_main(args) -> int:
     history, cases = _checks(args)
-    _write_pngs(history, cases, Path(args.out))
-    print(f"wrote {len(cases)} trend PNG(s) into {args.out}")
+    failed = _write_pngs(history, cases, Path(args.out))
+    print(f"wrote {len(cases) - len(failed)} trend PNG(s) into {args.out}"
+          + (f"; {len(failed)} could not be drawn (warnings above)" if failed else ""))
     return EXIT_OK
 
 
@@ -212,11 +229,13 @@ def report_main(args) -> int:
 
     history, cases = _checks(args)
     out = Path(args.out)
-    _write_pngs(history, cases, out / "img")
+    failed = _write_pngs(history, cases, out / "img")
     for case in cases:
-        atomic_write_text(out / "cases" / f"{case_slug(case.series)}.html", case_html(history, case))
+        slug = case_slug(case.series)
+        atomic_write_text(out / "cases" / f"{slug}.html", case_html(history, case, failed.get(slug, "")))
     for suite in history.suites:
-        atomic_write_text(out / suite_file(suite), suite_html(history, suite, cases))
-    atomic_write_text(out / "index.html", index_html(history, cases))
-    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)")
+        atomic_write_text(out / suite_file(suite), suite_html(history, suite, cases, failed))
+    atomic_write_text(out / "index.html", index_html(history, cases, failed))
+    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)"
+          + (f"; {len(failed)} trend(s) could not be drawn (warnings above and on their pages)" if failed else ""))
     return EXIT_OK

@@ -7,6 +7,7 @@ Otava export) works on these values.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
 from perfci.errors import PerfciError
-from perfci.model import ResultTable
+from perfci.model import ResultRow, ResultTable
+from perfci.roofline import case_clock_exponent
 
 STORE_FORMAT = "perfci-history"
 # 1: manifest + runs/<run id>.csv, each file a perfci results CSV as `perfci run` wrote it.
@@ -93,6 +95,9 @@ class Point:
     median_us: float
     repeats_us: tuple[float, ...]
     driver: str = ""
+    sclk_mhz: tuple[float | None, ...] = ()  # per repeat, as recorded (empty: no clock telemetry)
+    throttled: tuple[bool | None, ...] = ()  # per repeat: under a power or thermal limit
+    run_clock_mhz: float | None = None  # the device's clock in this run (see run_clock_mhz())
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class CaseSeries:
     dtype: str
     suite: str
     points: tuple[Point, ...]
+    exponent: float | None = None  # clock exponent (perfci.roofline.clock_exponent); None: unknown
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -175,6 +181,36 @@ def run_info(path: str, table: ResultTable, cells: Sequence[Mapping[str, str]]) 
 # --------------------------------------------------------------------------- series
 
 
+def _valid_clocks(clocks: Sequence[float | None]) -> list[float]:
+    return [float(c) for c in clocks if c is not None and math.isfinite(c) and c > 0]
+
+
+def power_limited(throttled: Sequence[bool | None]) -> bool:
+    """Most repeats ran under a power or thermal limit (compare's rule, per night)."""
+    flags = [t for t in throttled if t is not None]
+    return bool(flags) and sum(flags) * 2 > len(flags)
+
+
+def run_clock_mhz(rows: Sequence[ResultRow]) -> float | None:
+    """The device's core clock in one run: the median of its cases' median clocks.
+
+    Over the power-limited cases when at least three ran so (under a power cap
+    the device, not each kernel, sets the clock they share), else over every
+    clocked case; ``None`` with fewer than three. A power-limited case's night is
+    moved by this clock rather than its own: its own clock falls *because* the
+    kernel draws more power, and dividing that out would hide its regression.
+    """
+    clocked, limited = [], []
+    for row in rows:
+        valid = _valid_clocks(row.sclk_mhz) if row.status == "ok" else []
+        if valid:
+            clocked.append(statistics.median(valid))
+            if power_limited(row.throttled):
+                limited.append(clocked[-1])
+    reference = limited if len(limited) >= 3 else clocked
+    return float(statistics.median(reference)) if len(reference) >= 3 else None
+
+
 def case_series(runs: Iterable[Run]) -> tuple[CaseSeries, ...]:
     """Every case's ok runs in store order, the cases in the order they first appear.
 
@@ -183,17 +219,22 @@ def case_series(runs: Iterable[Run]) -> tuple[CaseSeries, ...]:
     """
     points: dict[tuple[str, str, str], list[Point]] = {}
     suites: dict[tuple[str, str, str], str] = {}
+    exponents: dict[tuple[str, str, str], float | None] = {}
     for run in runs:
+        device_clock = run_clock_mhz(run.table.rows)
         for row in run.table.rows:
             if row.status != "ok" or not row.median_us:
                 continue
             series = points.setdefault(row.key, [])
             suites.setdefault(row.key, run.info.suite)
+            if exponents.get(row.key) is None:
+                exponents[row.key] = case_clock_exponent(run.info.arch, row.dtype, row.m, row.n, row.k)
             series.append(Point(index=len(series), run_id=run.info.run_id, sha=run.info.git_sha,
                                 timestamp=run.info.timestamp, median_us=float(row.median_us),
                                 repeats_us=tuple(row.repeats_us) or (float(row.median_us),),
-                                driver=run.info.driver))
-    return tuple(CaseSeries(k[0], k[1], k[2], suites[k], tuple(p)) for k, p in points.items())
+                                driver=run.info.driver, sclk_mhz=tuple(row.sclk_mhz),
+                                throttled=tuple(row.throttled), run_clock_mhz=device_clock))
+    return tuple(CaseSeries(k[0], k[1], k[2], suites[k], tuple(p), exponents.get(k)) for k, p in points.items())
 
 
 def median(values: Sequence[float]) -> float:

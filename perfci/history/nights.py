@@ -14,6 +14,11 @@ and ``compare STORE CUR`` (:mod:`perfci.compare.pooled`).
 * **Its variance** from its own repeats, by a seeded bootstrap (the same repeats
   always give the same answer): a night whose repeats span two speeds cannot
   pin its level down, whatever a few other nights happened to show.
+* **A night in the judged space** (:func:`judged_night`): compare's clock rule
+  for one night. Log time plus ``e * log(clock)``, ``e`` the case's clock
+  exponent (1 compute-bound: cycles; 0 memory-bound: time), with per-repeat
+  clocks only where they narrow the night's repeats, else the whole night moved
+  by its median clock; a power-limited night by the run's device clock, not its own.
 * **A run's suite-wide shift**, per case: compare's common mode (medians,
   split compute-/memory-bound), or ``affine``: ``a + c*exponent + b/us`` fitted
   robustly (Huber, from the median). A run's launch and placement move short
@@ -24,6 +29,7 @@ and ``compare STORE CUR`` (:mod:`perfci.compare.pooled`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -44,6 +50,65 @@ def night_level(log_repeats: Sequence[float], how: str = "fast") -> float:
     if how == "median":
         return float(np.median(x))
     return float(np.mean(x[:max(1, x.size // 2)]))
+
+
+# What a night's level is in: cycles (each repeat moved by its own clock), time with the night's
+# level moved by its median clock (its repeats' clocks did not explain their scatter), or time.
+CYCLES, LEVEL_IN_CYCLES, TIME = "cycles", "time, levels in cycles", "time"
+
+
+@dataclass(frozen=True)
+class JudgedNight:
+    """One night of one case in the space it is judged in (logs)."""
+
+    values: tuple[float, ...]  # its repeats: log time + exponent * log clock
+    level: float  # night_level of VALUES
+    space: str  # CYCLES, LEVEL_IN_CYCLES or TIME
+    log_clock: float | None  # the log clock its level was moved by; None in TIME
+
+
+def judged_night(log_repeats: Sequence[float], clocks_mhz: Sequence[float | None], exponent: float | None, *,
+                 limited: bool = False, run_clock_mhz: float | None = None) -> JudgedNight:
+    """A night's repeats and level in cycles, as far as its clocks allow; in time otherwise.
+
+    CLOCKS_MHZ: per repeat (None, NaN or <= 0 where not read). EXPONENT: the
+    case's clock exponent; None (unknown) or 0 keeps it in time. LIMITED: most
+    repeats ran power- or thermal-capped; then the level moves by RUN_CLOCK_MHZ
+    (the device's clock that run), never by the kernel's own, which a
+    power-hungry change lowers (no run clock: time).
+    """
+    r = np.asarray(log_repeats, dtype=float)
+    valid = [math.log(c) for c in clocks_mhz if c is not None and math.isfinite(c) and c > 0]
+    if limited:
+        ok_run = run_clock_mhz is not None and math.isfinite(run_clock_mhz) and run_clock_mhz > 0
+        level_clock = math.log(run_clock_mhz) if ok_run else None  # type: ignore[arg-type]
+    else:
+        level_clock = float(np.median(valid)) if valid else None
+    if not exponent or level_clock is None or r.size == 0:
+        return JudgedNight(tuple(r.tolist()), night_level(r) if r.size else math.nan, TIME, None)
+    e = float(exponent)
+    moved = r + e * level_clock
+    if len(valid) == r.size == len(clocks_mhz):
+        c = np.asarray(valid)
+        per_repeat = moved + e * (c - np.median(c))
+        # Per-repeat clocks only where they explain the repeats' scatter: a clock read
+        # badly, or flat while the times scatter, would add its own noise (compare's rule).
+        if stats.robust_spread(per_repeat) <= stats.robust_spread(r) * (1.0 + 1e-9):
+            return JudgedNight(tuple(per_repeat.tolist()), night_level(per_repeat), CYCLES, level_clock)
+    return JudgedNight(tuple(moved.tolist()), night_level(moved), LEVEL_IN_CYCLES, level_clock)
+
+
+def successive_spread(levels: Sequence[float]) -> float:
+    """Robust sd of a series of nightly levels from one night to the next (0 with fewer than 3).
+
+    From the successive differences (their MAD, / sqrt 2), so a step between
+    two nights moves it by one difference of many: it measures the nights'
+    noise, not their trend.
+    """
+    d = np.diff(np.asarray(levels, dtype=float))
+    if d.size < 2:
+        return 0.0
+    return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
 
 
 def level_var(log_repeats: Sequence[float], how: str = "fast") -> float:

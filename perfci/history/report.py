@@ -9,22 +9,28 @@ beside the PNGs of :mod:`perfci.history.plot`::
     OUT/img/<case>.png
 
 Links are relative, so the folder can be opened from disk, served as is, or
-uploaded as a CI artifact. No script, no external resource.
+uploaded as a CI artifact. No script, no external resource. Every page says which
+space each case was judged in (cycles or time, :mod:`perfci.history.clockspace`).
+A case whose trend could not be drawn gets its warning where the picture would
+be (``failed``: the warnings by case slug), never a missing page.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+import statistics
 from html import escape
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from perfci.history.check import CaseCheck
+from perfci.history.clockspace import space_counts
 from perfci.history.model import CaseSeries, History
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}
 th{background:#f3f3f3}.num{text-align:right;font-variant-numeric:tabular-nums}
-.up{color:#b00020;font-weight:600}.down{color:#0a7a2f;font-weight:600}.muted{color:#777}
+.warn{color:#8a5a00}.up{color:#b00020;font-weight:600}.down{color:#0a7a2f;font-weight:600}.muted{color:#777}
 img.thumb{width:320px;border:1px solid #eee}img.full{max-width:100%;border:1px solid #eee}"""
 
 
@@ -32,6 +38,11 @@ def case_slug(series: CaseSeries) -> str:
     """A file name per case; the hash keeps two cases apart that differ only in punctuation."""
     text = re.sub(r"[^A-Za-z0-9_.-]+", "_", series.label).strip("_")[:80]
     return f"{text}-{hashlib.sha1(series.label.encode()).hexdigest()[:6]}"
+
+
+def _clock(clocks: Sequence[float | None]) -> str:
+    valid = [c for c in clocks if c is not None and math.isfinite(c) and c > 0]
+    return f"{statistics.median(valid):.0f}" if valid else "-"
 
 
 def suite_file(suite: str) -> str:
@@ -54,7 +65,17 @@ def _device(history: History) -> str:
     return f"{escape(m.device_name)} ({escape(m.arch)})"
 
 
-def index_html(history: History, checks: Sequence[CaseCheck]) -> str:
+def _space(check: CaseCheck) -> str:
+    return f"<span title=\"{escape(check.judged.reason)}\">{escape(check.judged.space)}</span>"
+
+
+def _trend(slug: str, label: str, css: str, prefix: str, failed: Mapping[str, str]) -> str:
+    if slug in failed:
+        return f"<span class=warn>warning: {escape(failed[slug])}</span>"
+    return f"<img class={css} src=\"{prefix}img/{slug}.png\" alt=\"trend of {escape(label)}\">"
+
+
+def index_html(history: History, checks: Sequence[CaseCheck], failed: Mapping[str, str] | None = None) -> str:
     runs = history.runs
     span = (f"{escape(runs[0].info.timestamp[:10])} to {escape(runs[-1].info.timestamp[:10])}" if runs else "none")
     body = [f"<h1>perfci history: {_device(history)}</h1>",
@@ -71,13 +92,19 @@ def index_html(history: History, checks: Sequence[CaseCheck]) -> str:
                     f"<td>{escape(last.timestamp if last else '')} <span class=muted>"
                     f"{escape(last.short_sha if last else '')}</span></td></tr>")
     body.append("</table>")
+    spaces = ", ".join(f"{escape(s)}: {n}" for s, n in space_counts([c.judged for c in checks]).items() if n)
+    body.append(f"<p>Cases judged in {spaces}.</p>")
+    if failed:
+        body.append(f"<p class=warn>warning: {len(failed)} trend(s) could not be drawn; their pages say why.</p>")
     body.append("<p class=muted>Change points: binary segmentation of each run's level (the mean of its fastest "
-                "half of repeats) with a permutation bound (<code>perfci history check</code>). Written by "
+                "half of repeats) with a permutation bound (<code>perfci history check</code>), each case in "
+                "cycles where its clock explains its nightly spread better than time, else in time. Written by "
                 "<code>perfci history report</code>.</p>")
     return _page(f"perfci history: {history.manifest.device_name}", body)
 
 
-def suite_html(history: History, suite: str, checks: Sequence[CaseCheck]) -> str:
+def suite_html(history: History, suite: str, checks: Sequence[CaseCheck],
+               failed: Mapping[str, str] | None = None) -> str:
     mine = [c for c in checks if c.series.suite == suite]
     # Cases with a change first, the largest last shift first: what a reader came for.
     mine.sort(key=lambda c: (not c.detection.changes,
@@ -86,7 +113,7 @@ def suite_html(history: History, suite: str, checks: Sequence[CaseCheck]) -> str
     body = ["<p><a href=\"index.html\">&larr; all suites</a></p>",
             f"<h1>{escape(suite or '(unnamed)')} on {_device(history)}</h1>",
             "<table><tr><th>case</th><th class=num>runs</th><th class=num>latest µs</th>"
-            "<th>last change</th><th>trend</th></tr>"]
+            "<th>last change</th><th>space</th><th>trend</th></tr>"]
     for c in mine:
         s, slug = c.series, case_slug(c.series)
         if c.detection.changes:
@@ -99,23 +126,26 @@ def suite_html(history: History, suite: str, checks: Sequence[CaseCheck]) -> str
             change = "<span class=muted>none</span>"
         body.append(f"<tr><td><a href=\"cases/{slug}.html\">{escape(s.label)}</a></td>"
                     f"<td class=num>{len(s.points)}</td><td class=num>{s.points[-1].median_us:.3f}</td>"
-                    f"<td>{change}</td><td><a href=\"cases/{slug}.html\"><img class=thumb "
-                    f"src=\"img/{slug}.png\" alt=\"trend of {escape(s.label)}\"></a></td></tr>")
+                    f"<td>{change}</td><td>{_space(c)}</td><td><a href=\"cases/{slug}.html\">"
+                    f"{_trend(slug, s.label, 'thumb', '', failed or {})}</a></td></tr>")
     body.append("</table>")
     return _page(f"{suite}: perfci history", body)
 
 
-def case_html(history: History, check: CaseCheck) -> str:
-    s, det = check.series, check.detection
+def case_html(history: History, check: CaseCheck, warning: str = "") -> str:
+    s, det, j = check.series, check.detection, check.judged
     slug = case_slug(s)
+    unit = "µs" if j.reference_mhz is None else f"µs at {j.reference_mhz:.0f} MHz"
     body = [f"<p><a href=\"../{suite_file(s.suite)}\">&larr; {escape(s.suite or '(unnamed)')}</a></p>",
             f"<h1>{escape(s.label)}</h1>", f"<p>{_device(history)}, {len(s.points)} ok runs.</p>",
-            f"<img class=full src=\"../img/{slug}.png\" alt=\"trend of {escape(s.label)}\">"]
+            f"<p>Judged in <b>{escape(j.space)}</b>: {escape(j.reason)}.</p>",
+            _trend(slug, s.label, "full", "../", {slug: warning} if warning else {})]
     if det.too_short:
         body.append(f"<p class=muted>{len(s.points)} run(s): too short to search for a change.</p>")
     elif det.changes:
         body.append("<h2>Change points</h2><table><tr><th>run</th><th>sha</th><th>date</th>"
-                    "<th class=num>before µs</th><th class=num>after µs</th><th>change</th><th class=num>p</th></tr>")
+                    f"<th class=num>before {unit}</th><th class=num>after {unit}</th><th>change</th>"
+                    "<th class=num>p</th></tr>")
         for c in det.changes:
             p = s.points[c.index]
             body.append(f"<tr><td class=num>{c.index}</td><td><code>{escape(p.sha or '-')}</code></td>"
@@ -126,11 +156,13 @@ def case_html(history: History, check: CaseCheck) -> str:
     else:
         body.append("<p class=muted>No change point.</p>")
     body.append("<h2>Runs</h2><table><tr><th class=num>run</th><th>date</th><th>sha</th>"
-                "<th class=num>median µs</th><th class=num>repeats min-max µs</th><th>driver</th></tr>")
-    for p in reversed(s.points):
+                f"<th class=num>level {unit}</th><th class=num>median µs</th><th class=num>repeats min-max µs</th>"
+                "<th class=num>clock MHz</th><th>driver</th></tr>")
+    for p, level in zip(reversed(s.points), reversed(j.levels_us)):
+        reps = p.repeats_us or (p.median_us,)
         body.append(f"<tr><td class=num>{p.index}</td><td>{escape(p.timestamp)}</td>"
-                    f"<td><code>{escape((p.sha or '-')[:12])}</code></td><td class=num>{p.median_us:.3f}</td>"
-                    f"<td class=num>{min(p.repeats_us):.3f}-{max(p.repeats_us):.3f}</td>"
-                    f"<td>{escape(p.driver)}</td></tr>")
+                    f"<td><code>{escape((p.sha or '-')[:12])}</code></td><td class=num>{level:.3f}</td>"
+                    f"<td class=num>{p.median_us:.3f}</td><td class=num>{min(reps):.3f}-{max(reps):.3f}</td>"
+                    f"<td class=num>{_clock(p.sclk_mhz)}</td><td>{escape(p.driver)}</td></tr>")
     body.append("</table>")
     return _page(f"{s.label}: perfci history", body)
