@@ -27,7 +27,7 @@ and two end-to-end ``perfci confirm --suite`` sessions (shared-e2e-and-rounds/e2
 3. **Wall time**: the recorded seconds per run (8 cases) give the cost of a round of
    four runs, and so of a session stopping at the rounds the pseudo-sessions needed.
 
-Time: tens of minutes on a 2-core CPU machine at the default 200 trials (--trials 20 for a
+Time: about 9 minutes on a 2-core CPU machine at the default 200 trials (--trials 20 for a
 quick look; the rates then move by a few points).
 Pass: the plants read +2.9% / +4.3-4.4% on matmul_tiled 4096^3 in every recording, the A/A rows
 have no false verdict, and with the default seed the output equals

@@ -20,7 +20,7 @@
 # Usage, from the repository root:  bash benchmarks/gpu/plant_demo.sh
 # Outputs in $OUT/r: compare: run-V.csv and .log per run, explain-X.txt and explain-X.json;
 # confirm: confirm-X.json and .err; log.txt; and $OUT/results.tgz.
-# Dry run on the CPU (about two minutes on two cores):
+# Dry run on the CPU (about a minute on two cores):
 #   DEVICE=cpu SUITE=smoke PERFCI_ARGS="--filter kernel=gemv" PLANTS=gemv-tile OUT=/tmp/plant \
 #     bash benchmarks/gpu/plant_demo.sh
 source benchmarks/gpu/setup.sh
@@ -72,6 +72,7 @@ judge_confirm() {
        --format json > "$R/confirm-$v.json" 2> "$R/confirm-$v.err") || rc=$?
     echo "confirm unchanged vs $v: exit $rc"
     grep -v -i warning "$R/confirm-$v.err" | tail -8
+    [[ -s $R/confirm-$v.json ]] || continue
     python3 - "$R/confirm-$v.json" <<'PY' || true
 import json, sys
 d = json.load(open(sys.argv[1]))

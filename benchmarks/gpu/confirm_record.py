@@ -1,6 +1,6 @@
 """Record rounds of several revisions measured alternately by warm workers (perfci confirm --suite's method).
 
-    python benchmarks/confirm_record.py REPO --revs base,aa,p3,p5 --suite CASES.toml \
+    python benchmarks/gpu/confirm_record.py REPO --revs base,aa,p3,p5 --suite CASES.toml \
         --budget 300 --out rounds.jsonl
 
 Each revision gets a git worktree of REPO and its own warm worker
@@ -10,7 +10,9 @@ base), so for every pair (base, X) a round holds two runs of each, placed
 symmetrically as confirm's ABBA places them. One JSON line per run: round,
 position, revision, seconds, and per case the median and the repeats. The
 analysis (true plant sizes, confirmation rates over resampled rounds, wall time)
-is benchmarks/confirm_h200_analysis.py; this script only measures.
+is benchmarks/evidence/confirm_on_h200.py; this script only measures (on a GPU, or with
+--device cpu through the Triton interpreter). benchmarks/gpu/confirm_rounds.sh builds the
+revisions and calls it.
 """
 from __future__ import annotations
 
@@ -23,15 +25,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock  # noqa: E402
-from perfci.suites import load_suite  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("repo")
     ap.add_argument("--revs", required=True, help="comma-separated refs; the first is the base")
     ap.add_argument("--suite", required=True)
@@ -42,6 +41,10 @@ def main() -> int:
     ap.add_argument("--isolation", default="fork", choices=("fork", "run", "shared"))
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    # After parsing, so --help works on a machine without the GPU stack.
+    from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock
+    from perfci.suites import load_suite
+
     repo = Path(args.repo).resolve()
     revs = args.revs.split(",")
     suite = load_suite(args.suite, repo)

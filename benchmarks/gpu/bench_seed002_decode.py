@@ -1,9 +1,9 @@
-"""Issue 13: the seed002 decode cases measured through the pytest plugin, to set beside ``perfci run``.
+"""The seed002 decode cases measured through the pytest plugin, to set beside ``perfci run`` (GPU).
 
 Run it by naming the file (its name is not ``test_*.py``, so neither ``python -m
-pytest`` nor ``pytest benchmarks/`` collects it)::
+pytest`` nor ``pytest benchmarks/`` collects it); benchmarks/gpu/plugin_vs_run.sh does::
 
-    TRITON_INTERPRET=0 python3 -m pytest benchmarks/bench_seed002_decode.py --perfci-out plugin.csv
+    TRITON_INTERPRET=0 python3 -m pytest benchmarks/gpu/bench_seed002_decode.py --perfci-out plugin.csv
     perfci run decode --filter 'group~seed002*' --seed 2 --out run.csv
     perfci compare run.csv plugin.csv
 
@@ -49,7 +49,8 @@ if not CASES:
 def test_case(perfci_benchmark, spec):
     import torch
 
-    from perfci.measure.backends import Unsupported, get_backend
+    from perfci.kernel import Unsupported
+    from perfci.kernel_registry import get_backend
 
     device = perfci_benchmark.device
     if device not in _suite.devices:  # perfci run refuses such a run outright

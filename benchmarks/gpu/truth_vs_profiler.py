@@ -9,7 +9,9 @@ For each selected case, in one process and back to back:
      launch (the flush's fill kernel excluded), median over launches.
 Prints the ratio events/profiler per case; the goal is within 5%.
 
-    python benchmarks/truth_vs_profiler.py --suite decode --out truth.csv
+    python benchmarks/gpu/truth_vs_profiler.py --suite decode --out truth.csv
+
+GPU only (torch.profiler's device kernels); benchmarks/gpu/truth_check.sh PROFILER_SUM=1 runs it.
 """
 from __future__ import annotations
 
@@ -33,11 +35,12 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from perfci.measure.backends import get_backend
+    from perfci.kernel_registry import get_backend
     from perfci.measure.envinfo import collect_environment, device_cache_bytes, flush_bytes
     from perfci.suites import load_suite, select_cases
     from perfci.measure.timing import EventMarks, median, time_iterations
-    from perfci.measure.worker import _capture_graph, _warm_up
+    from perfci.measure.gate import capture_graph as _capture_graph
+    from perfci.measure.worker import _warm_up
     from perfci.measure.telemetry import NullSource
 
     env = collect_environment("cuda")

@@ -6,7 +6,7 @@ launched 5 times inside an NVTX range so set-up kernels are not profiled. The
 per-launch kernel time (sum of the case's kernels) is then set beside the
 values of one or more perfci results CSVs for the same cases:
 
-    python benchmarks/truth_ncu.py --suite benchmarks/h200_subset.toml --filter group=seed002 \\
+    python benchmarks/gpu/truth_ncu.py --suite benchmarks/gpu/cases/subset.toml --filter group=seed002 \\
         --compare profiler.csv events.csv --out truth-ncu.csv
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ LAUNCHES = 5
 def child(suite: str, filter_expr: str | None, index: int) -> None:
     import torch
 
-    from perfci.measure.backends import get_backend
+    from perfci.kernel_registry import get_backend
     from perfci.suites import load_suite, select_cases
 
     spec = select_cases(load_suite(suite).cases, filter_expr)[index]
