@@ -17,7 +17,7 @@
 # Usage, from the repository root:  bash benchmarks/gpu/aa_set.sh
 # Outputs: $OUT/r/SUITE-NAMEi.csv and .jsonl per run, $OUT/r/log.txt, $OUT/results.tgz.
 # A SUITE given as a file is named by its file name without .toml.
-# Dry run on the CPU (a few seconds a run):
+# Dry run on the CPU (about 20 s a run):
 #   DEVICE=cpu SUITES=smoke RUNS=2 PERFCI_ARGS="--filter kernel=gemv" OUT=/tmp/aa bash benchmarks/gpu/aa_set.sh
 source benchmarks/gpu/setup.sh
 SUITES=${SUITES:-"decode prefill"}; RUNS=${RUNS:-3}; NAME=${NAME:-aa}; LOAD=${LOAD:-0}

@@ -7,10 +7,15 @@
 # - OUT (default /tmp/out) is where results go; R=$OUT/r holds the files and log, and `pack`
 #   puts them in one archive, $OUT/results.tgz.
 # - The GPU's clocks, power and temperature at the start go to $OUT/gpu.txt.
-# Helpers for the scripts: left (seconds of BUDGET_S left), measure (one budgeted perfci run),
+# Every script takes --help (its header). Helpers for the scripts: left (seconds of BUDGET_S left), measure (one budgeted perfci run),
 # copy_tree (this checkout's code into a throwaway directory), demo_git (a committer for
 # throwaway repositories), pack.
 set -o pipefail
+# `bash benchmarks/gpu/SCRIPT.sh --help`: the script's header, nothing run.
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^source /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
