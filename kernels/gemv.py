@@ -22,7 +22,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels import _configs
+from . import _configs
 
 
 @triton.jit

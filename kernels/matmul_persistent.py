@@ -20,8 +20,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels import _configs
-from kernels.matmul_tiled import check_bias, grouped_tile, matmul_tile
+from . import _configs
+from .matmul_tiled import check_bias, grouped_tile, matmul_tile
 
 
 @triton.jit

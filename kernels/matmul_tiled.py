@@ -34,7 +34,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels import _configs
+from . import _configs
 
 EPILOGUES = ("none", "bias", "bias_relu", "bias_silu", "bias_gelu")
 

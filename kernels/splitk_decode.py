@@ -36,7 +36,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels import _configs
+from . import _configs
 
 MAX_M = 64
 

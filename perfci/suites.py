@@ -17,10 +17,14 @@ product of its lists::
     K = 6144
     weight = 1.0                # calls per step, for time-weighted speedups
 
-Built-in suites are registered explicitly in :data:`BUILTIN_SUITES`; any other
-suite is given by its path. Loading validates everything it can without a GPU
-(kernel names, dtypes, variant keys, shapes a kernel cannot take) and reports
-the first problem as one line naming the file and the entry.
+A suite name resolves in the project's suites folder (``[tool.perfci] suites``,
+default ``suites/``: :mod:`perfci.config`), then among perfci's built-in suites,
+registered explicitly in :data:`BUILTIN_SUITES`; any other suite is given by its
+path. A kernel is a registered name or an import path ``package.module:object``
+(:mod:`perfci.kernel_registry`). Loading validates everything it can without a
+GPU (kernel names, dtypes, variant keys and epilogues the kernel declares,
+shapes it cannot take) and reports the first problem as one line naming the
+file and the entry.
 """
 from __future__ import annotations
 
@@ -35,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from perfci.config import ProjectConfig, load_config
 from perfci.errors import PerfciError
 from perfci.files import read_input_text
-from perfci.measure.backends import check_case
+from perfci.kernel_registry import KernelRegistry
 from perfci.model import DTYPES, CaseSpec
 from perfci.results import MAX_DIM, WEIGHT_RANGE, selection_id
 
@@ -65,34 +70,44 @@ class Suite:
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The checkout whose ``kernels/`` and ``suites/`` perfci should use.
+    """The project whose suites and kernels perfci should use (:func:`perfci.config.load_config`).
 
-    Looking upward from the working directory first means that, inside
-    ``perfci bisect``, every commit is measured with its own kernels rather
-    than with whatever copy happens to be installed.
+    Looking upward from the working directory means that, inside ``perfci
+    bisect``, every commit is measured with its own kernels rather than with
+    whatever copy happens to be installed.
     """
-    here = Path(start or os.getcwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "kernels" / "__init__.py").is_file() and (candidate / "suites").is_dir():
-            return candidate
-    return Path(__file__).resolve().parents[2]  # perfci/measure/suites.py -> the checkout
+    return load_config(start).root
 
 
-def resolve_suite_path(name_or_path: str, root: Path | None = None) -> Path:
-    if name_or_path in BUILTIN_SUITES:
-        path = (root or project_root()) / "suites" / BUILTIN_SUITES[name_or_path]
-        if not path.is_file():
-            raise PerfciError(f"built-in suite '{name_or_path}' not found at {path}")
-        return path
+# perfci's own suites, for any project: perfci/suites.py -> the checkout perfci came from.
+BUILTIN_DIR = Path(__file__).resolve().parents[1] / "suites"
+
+
+def resolve_suite_path(name_or_path: str, root: Path | None = None,
+                       config: ProjectConfig | None = None) -> Path:
+    """A suite name (the project's suites folder first, then the built-ins) or a .toml path -> its file."""
+    config = config or load_config(root)
+    is_path = name_or_path.endswith(".toml") or os.sep in name_or_path or "/" in name_or_path
+    if not is_path and name_or_path:
+        own = config.suites / f"{name_or_path}.toml"
+        if own.is_file():
+            return own
+        if name_or_path in BUILTIN_SUITES:
+            path = BUILTIN_DIR / BUILTIN_SUITES[name_or_path]
+            if not path.is_file():
+                raise PerfciError(f"built-in suite '{name_or_path}' not found at {path}")
+            return path
     path = Path(name_or_path)
     if path.is_dir():
         raise PerfciError(f"{name_or_path} is a directory; give a suite name or a .toml file")
-    if path.suffix == ".toml" or os.sep in name_or_path:
+    if is_path:
         if not path.is_file():
             raise PerfciError(f"suite file {name_or_path} does not exist")
         return path
+    own = sorted(p.stem for p in config.suites.glob("*.toml")) if config.suites.is_dir() else []
+    listed = f"suites in {config.suites}: {', '.join(own)}; " if own and config.suites != BUILTIN_DIR else ""
     known = ", ".join(sorted(BUILTIN_SUITES))
-    raise PerfciError(f"unknown suite '{name_or_path}'; built-in suites: {known} (or give a .toml path)")
+    raise PerfciError(f"unknown suite '{name_or_path}'; {listed}built-in suites: {known} (or give a .toml path)")
 
 
 def load_suite(name_or_path: str, root: Path | None = None,
@@ -100,12 +115,15 @@ def load_suite(name_or_path: str, root: Path | None = None,
     """Read, validate and expand a suite.
 
     Args:
-        name_or_path: a built-in suite name or a path to a TOML file.
-        root: project root holding ``suites/`` (default: :func:`project_root`).
+        name_or_path: a suite name or a path to a TOML file.
+        root: the project root (default: found from the working directory);
+            its configuration names the suites folder and the kernel modules.
         check: returns why a kernel cannot take a case, or None; defaults to
-            the backends' own checks. Tests pass their own.
+            the project's kernels (:class:`perfci.kernel_registry.KernelRegistry`).
+            Tests pass their own.
     """
-    path = resolve_suite_path(name_or_path, root)
+    config = load_config(root)
+    path = resolve_suite_path(name_or_path, config=config)
     text = read_input_text(str(path), "suite")
     try:
         data = tomllib.loads(text)
@@ -113,13 +131,13 @@ def load_suite(name_or_path: str, root: Path | None = None,
         raise PerfciError(f"{path}: not valid TOML (nested too deeply)") from None
     except ValueError as err:  # TOMLDecodeError, or an integer beyond Python's digit limit
         raise PerfciError(f"{path}: not valid TOML ({str(err).splitlines()[0]})") from None
-    return parse_suite(data, str(path), check)
+    return parse_suite(data, str(path), check or KernelRegistry.for_project(config).check)
 
 
 def parse_suite(data: Mapping[str, object], path: str,
                 check: Callable[[CaseSpec], str | None] | None = None) -> Suite:
     if check is None:
-        check = check_case
+        check = KernelRegistry.for_project(load_config()).check
     unknown = set(data) - SUITE_KEYS
     if unknown:
         raise PerfciError(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}; "

@@ -25,6 +25,7 @@ from perfci.files import atomic_write_text
 from perfci.model import CaseSpec
 
 _STARTED = time.perf_counter()
+from perfci.measure.gate import capture_graph, correctness_gate, launch_for_timing, relative_error  # noqa: F401
 from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
 
 
@@ -40,19 +41,6 @@ def spec_from_dict(data: dict) -> CaseSpec:
     return CaseSpec(kernel=data["kernel"], m=data["m"], n=data["n"], k=data["k"],
                     dtype=data["dtype"], variant=dict(data.get("variant") or {}),
                     weight=data.get("weight", 1.0), group=data.get("group", ""))
-
-
-def relative_error(torch, out, ref) -> float:
-    """||out - ref|| / ||ref|| in float64; NaN anywhere (an unwritten element) is infinite.
-
-    Computed where the tensors are: copying a prefill output to the host in
-    float64 cost more than the rest of the gate.
-    """
-    out64, ref64 = out.detach().double(), ref.detach().double()
-    if not bool(torch.isfinite(out64).all()):
-        return math.inf
-    denom = torch.linalg.vector_norm(ref64).item() or 1.0
-    return torch.linalg.vector_norm(out64 - ref64).item() / denom
 
 
 class Phases:
@@ -76,7 +64,8 @@ def measure(request: dict) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
-    from perfci.measure.backends import Unsupported, get_backend
+    from perfci.kernel import Unsupported
+    from perfci.kernel_registry import registry_for_root
     from perfci.measure.envinfo import collect_environment
     from perfci.measure.resources import record_launches
     from perfci.model import Environment
@@ -92,22 +81,29 @@ def measure(request: dict) -> dict:
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     torch_device = torch.device("cuda", 0) if gpu else torch.device("cpu")
 
+    # The measured project's kernels: its modules come from the root on this
+    # process's path (a bisect or confirm worktree's own revision).
+    backend = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).backend(spec.kernel)
     try:
-        prepared = get_backend(spec.kernel).prepare(spec, torch_device, int(request["seed"]))
+        prepared = backend.prepare_case(spec, torch_device, int(request["seed"]))
     except Unsupported as err:  # declared: fp8 on a GPU without it, bf16 in the interpreter
         result.update(status="skip", message=str(err))
         return result
     phases.done("prepare")
 
-    reference, error = _correctness_gate(torch, prepared, sync)
+    reference, error, wrong = correctness_gate(torch, prepared, sync)
     result["rel_error"] = error
     phases.done("gate")
+    if wrong:
+        result.update(status="fail", message=wrong)
+        return result
     if not error <= prepared.tolerance:
+        unwritten = " (NaN or inf in the output: elements left unwritten)" if math.isinf(error) else ""
         result.update(status="fail", message=f"output differs from the fp32 reference: relative error "
-                                             f"{error:.3g} > tolerance {prepared.tolerance:.3g}")
+                                             f"{error:.3g} > tolerance {prepared.tolerance:.3g}{unwritten}")
         return result
     result.update(record_launches(prepared, env.arch, gpu))  # registers, spills, grid, config
-    timed, launch, failure = _launch(torch, prepared, reference, sync, gpu and request.get("launch") == "graph")
+    timed, launch, failure = launch_for_timing(torch, prepared, reference, sync, gpu and request.get("launch") == "graph")
     result.update(launch)
     phases.done("capture")
     if failure:
@@ -122,37 +118,6 @@ def measure(request: dict) -> dict:
                              gate=request.get("gate", "spin"), poll_s=request.get("poll_s", DEFAULT_POLL_S))
     result.update(status="ok", repeats=samples, iters=int(request["iters"]), timer=timer)
     return result
-
-
-def _correctness_gate(torch, prepared, sync):
-    """Poisoned output, fresh random-normal inputs, fp32 reference: (reference, relative error)."""
-    prepared.poison()
-    prepared.run()
-    sync()
-    reference = prepared.reference()
-    return reference, relative_error(torch, prepared.output, reference)
-
-
-def _launch(torch, prepared, reference, sync, graph: bool):
-    """What the timing loop calls: the eager launch, or a captured graph's replay.
-
-    Returns (callable, fields for the result, failure message or None).
-    """
-    if not graph:
-        return prepared.run, {"launch": "eager"}, None
-    try:
-        replay = _capture_graph(torch, prepared.run)
-        # The graph must write the same output the eager launch did.
-        prepared.poison()
-        replay()
-        sync()
-        graph_error = relative_error(torch, prepared.output, reference)
-        if not graph_error <= prepared.tolerance:
-            return replay, {"launch": "graph"}, f"graph replay output wrong: relative error {graph_error:.3g}"
-        return replay, {"launch": "graph"}, None
-    except Exception as err:  # noqa: BLE001 - some launches can't be captured; eager is still right
-        return prepared.run, {"launch": "eager",
-                              "launch_note": f"graph capture failed ({type(err).__name__}); timed eager launches"}, None
 
 
 def cache_flush(torch, arch: str, torch_device, result: dict):
@@ -253,20 +218,6 @@ def _marks(timer: str, iters: int, torch):
     if timer == "host":
         return HostMarks(iters)
     return ProfilerMarks(iters, torch) if timer == "profiler" else EventMarks(iters, torch)
-
-
-def _capture_graph(torch, run):
-    """Capture one launch in a device graph; replaying it costs one cheap launch."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        run()  # capture needs allocator and library handles created off the graph
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run()
-    torch.cuda.synchronize()
-    return graph.replay
 
 
 # Warm-up batches grow towards this long: long enough that the clock read after
@@ -426,13 +377,19 @@ def _load_measuring_modules(device: str) -> None:
     if device == "cpu":
         # Before triton is imported: the interpreter is chosen at import.
         os.environ["TRITON_INTERPRET"] = "1"
-    import perfci.measure.backends  # noqa: F401
+    import perfci.kernel_registry
     import perfci.measure.envinfo  # noqa: F401
     import perfci.measure.telemetry  # noqa: F401
 
     try:
         import triton  # noqa: F401
     except ImportError:
+        pass
+    try:
+        # The project's kernel modules, once, before any fork: every case's process
+        # then starts with them imported.
+        perfci.kernel_registry.registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).project()
+    except Exception:  # noqa: BLE001 - a broken module is reported by the case that needs it
         pass
 
 

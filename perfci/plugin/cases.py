@@ -126,7 +126,7 @@ def make_case(fn: object, *, kernel: object = None, shape: object = None, dtype:
 
 def default_tolerance(dtype: str) -> float:
     """||out - ref|| / ||ref|| allowed by default: the suites' own per-dtype value."""
-    from perfci.measure.backends import TOLERANCE
+    from perfci.kernel import TOLERANCE
 
     return TOLERANCE[dtype]
 

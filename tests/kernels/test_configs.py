@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from kernels import _configs
-from kernels._configs import KernelConfig
+from perfci_kernels import _configs
+from perfci_kernels._configs import KernelConfig
 
 NV = ("nvidia", "sm_90")
 MI300 = ("amd", "gfx942")
@@ -83,6 +83,6 @@ def test_importing_kernels_package_does_not_import_triton():
     import subprocess
     import sys
 
-    code = "import sys, kernels, kernels._configs; print('triton' in sys.modules)"
+    code = "import sys, perfci_kernels, perfci_kernels._configs; print('triton' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

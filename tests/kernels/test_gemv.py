@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from kernels.gemv import gemv
+from perfci_kernels.gemv import gemv
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 

@@ -16,7 +16,7 @@ SHAPES = [(1, 4096, 4096), (16, 1280, 8192), (64, 6144, 768), (500, 1000, 1000),
 
 
 def _fp8():
-    from kernels import _configs
+    from perfci_kernels import _configs
 
     return _configs.fp8_dtype(_configs.device_kind(torch.device("cuda")))
 
@@ -33,8 +33,8 @@ def _check(fn, M, N, K, dtype, tol, operands, reference, rel_err):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("M, N, K", SHAPES)
 def test_tiled_and_persistent(M, N, K, dtype, operands, reference, rel_err):
-    from kernels.matmul_persistent import matmul_persistent
-    from kernels.matmul_tiled import matmul_tiled
+    from perfci_kernels.matmul_persistent import matmul_persistent
+    from perfci_kernels.matmul_tiled import matmul_tiled
 
     _check(matmul_tiled, M, N, K, dtype, TOL[dtype], operands, reference, rel_err)
     _check(matmul_persistent, M, N, K, dtype, TOL[dtype], operands, reference, rel_err)
@@ -44,7 +44,7 @@ def test_tiled_and_persistent(M, N, K, dtype, operands, reference, rel_err):
 @pytest.mark.parametrize("M", [1, 4, 16, 33, 64])
 @pytest.mark.parametrize("N, K", [(1024, 6144), (6144, 768), (192, 6144)])
 def test_splitk_decode_both_orders(M, N, K, dtype, operands, reference, rel_err):
-    from kernels.splitk_decode import splitk_decode
+    from perfci_kernels.splitk_decode import splitk_decode
 
     a, w = operands(M, N, K, dtype, device="cuda")
     c0 = splitk_decode(a, w.t(), m_fast=False)
@@ -56,14 +56,14 @@ def test_splitk_decode_both_orders(M, N, K, dtype, operands, reference, rel_err)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("N, K", [(4096, 4096), (192, 6144), (100, 1000)])
 def test_gemv(N, K, dtype, operands, reference, rel_err):
-    from kernels.gemv import gemv
+    from perfci_kernels.gemv import gemv
 
     _check(gemv, 1, N, K, dtype, TOL[dtype], operands, reference, rel_err)
 
 
 @pytest.mark.parametrize("epilogue", ["bias", "bias_relu", "bias_silu", "bias_gelu"])
 def test_tiled_epilogues_bf16(epilogue, operands, reference, rel_err):
-    from kernels.matmul_tiled import matmul_tiled
+    from perfci_kernels.matmul_tiled import matmul_tiled
 
     a, w = operands(300, 520, 1000, torch.bfloat16, device="cuda")
     bias = torch.randn(520, device="cuda").to(torch.bfloat16)
@@ -75,7 +75,7 @@ def test_tiled_epilogues_bf16(epilogue, operands, reference, rel_err):
 def test_fp8_matches_reference_or_is_refused(kernel, reference, rel_err):
     import importlib
 
-    fn = getattr(importlib.import_module(f"kernels.{kernel}"), kernel)
+    fn = getattr(importlib.import_module(f"perfci_kernels.{kernel}"), kernel)
     fp8 = _fp8()
     M = 1 if kernel == "gemv" else 32
     a32 = torch.randn(M, 1024, device="cuda")
@@ -93,7 +93,7 @@ def test_fp8_matches_reference_or_is_refused(kernel, reference, rel_err):
 def test_amd_knobs_follow_the_backend():
     import triton
 
-    from kernels.matmul_tiled import matmul_tiled
+    from perfci_kernels.matmul_tiled import matmul_tiled
 
     a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
     b = torch.randn(64, 64, device="cuda", dtype=torch.float16)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from kernels.matmul_persistent import matmul_persistent, matmul_persistent_kernel
+from perfci_kernels.matmul_persistent import matmul_persistent, matmul_persistent_kernel
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from kernels import _configs
-from kernels.matmul_tiled import EPILOGUES, matmul_tiled, matmul_tiled_kernel
+from perfci_kernels import _configs
+from perfci_kernels.matmul_tiled import EPILOGUES, matmul_tiled, matmul_tiled_kernel
 
 # The interpreter computes fp32 dots in fp32 and fp16 dots exactly with an fp16
 # output, so the bounds are a few output roundings (fp16: 2^-11 ~ 4.9e-4).

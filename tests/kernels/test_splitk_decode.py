@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from kernels import _configs
-from kernels.splitk_decode import alloc_workspace, splitk_decode, splitk_partial_kernel, splitk_reduce_kernel
+from perfci_kernels import _configs
+from perfci_kernels.splitk_decode import alloc_workspace, splitk_decode, splitk_partial_kernel, splitk_reduce_kernel
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 

@@ -131,7 +131,7 @@ def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kerne
     import torch
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    from perfci.measure.backends import get_backend
+    from perfci.kernel_registry import get_backend
 
     spec = CaseSpec(kernel, 1 if kernel == "gemv" else 16, 64, 64, "fp32")
     prepared = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)

@@ -1,13 +1,22 @@
-"""perfci.measure.backends: registry, pure checks, and every backend's own correctness gate on the CPU."""
+"""kernels/backends.py (perfci_kernels.backends): the declared list, pure checks, and every backend's own
+correctness gate on the CPU."""
 import math
 import subprocess
 import sys
 
 import pytest
 
-from perfci.measure.backends import BACKENDS, TOLERANCE, Unsupported, get_backend
 from perfci.errors import PerfciError
+from perfci.kernel import TOLERANCE, Backend, Unsupported
+from perfci.kernel_registry import KernelRegistry
 from perfci.model import CaseSpec
+from perfci_kernels.backends import BACKENDS
+
+BY_NAME = {b.name: b for b in BACKENDS}
+
+
+def get_backend(name):
+    return BY_NAME[name]
 
 NAMES = ["matmul_tiled", "splitk_decode", "gemv", "matmul_persistent", "torch_matmul"]
 
@@ -37,23 +46,27 @@ def _gate(prepared):
     return _rel_err(prepared.output, prepared.reference())
 
 
-def test_registry_is_explicit_and_complete():
-    assert sorted(BACKENDS) == sorted(NAMES)
-    for name, backend in BACKENDS.items():
-        assert backend.name == name
+def test_the_list_is_explicit_and_complete():
+    assert [b.name for b in BACKENDS] == NAMES
+    for backend in BACKENDS:
+        assert isinstance(backend, Backend)
         assert set(backend.dtypes) <= {"fp32", "fp16", "bf16", "fp8"}
 
 
-def test_get_backend_unknown_name():
-    assert get_backend("gemv") is BACKENDS["gemv"]
+def test_the_installed_library_registers_them_and_an_unknown_name_is_one_line():
+    # The perfci.kernels entry point of perfci's own distribution (no project modules here).
+    registry = KernelRegistry()
+    assert {n: r.module for n, r in registry.installed().items() if n in NAMES} == \
+        {n: "perfci_kernels.backends" for n in NAMES}
+    assert registry.backend("gemv") is BY_NAME["gemv"]
     with pytest.raises(PerfciError, match="unknown kernel 'cublas'; known: gemv, matmul_persistent"):
-        get_backend("cublas")
+        registry.backend("cublas")
 
 
 def test_module_and_checks_need_no_torch():
     code = (
-        "import sys; from perfci.measure.backends import BACKENDS; from perfci.model import CaseSpec; "
-        "[b.check(CaseSpec(n, 1, 64, 64, 'fp16')) for n, b in BACKENDS.items()]; "
+        "import sys; from perfci_kernels.backends import BACKENDS; from perfci.model import CaseSpec; "
+        "[b.check_case(CaseSpec(b.name, 1, 64, 64, 'fp16')) for b in BACKENDS]; "
         "print('torch' in sys.modules, 'triton' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -83,8 +96,8 @@ def test_backend_passes_its_own_gate_on_cpu(kernel, m, n, k, variant, dtype):
 
     spec = CaseSpec(kernel, m, n, k, dtype, variant)
     backend = get_backend(kernel)
-    assert backend.check(spec) is None
-    prepared = backend.prepare(spec, torch.device("cpu"), 1234)
+    assert backend.check_case(spec) is None
+    prepared = backend.prepare_case(spec, torch.device("cpu"), 1234)
     error = _gate(prepared)
     assert error <= prepared.tolerance
     assert prepared.tolerance == TOLERANCE[dtype]
@@ -98,7 +111,7 @@ def test_backend_passes_its_own_gate_on_cpu(kernel, m, n, k, variant, dtype):
 def test_torch_matmul_bf16_on_cpu():
     import torch
 
-    prepared = get_backend("torch_matmul").prepare(CaseSpec("torch_matmul", 8, 16, 32, "bf16"), torch.device("cpu"), 0)
+    prepared = get_backend("torch_matmul").prepare_case(CaseSpec("torch_matmul", 8, 16, 32, "bf16"), torch.device("cpu"), 0)
     assert _gate(prepared) <= prepared.tolerance
 
 
@@ -107,9 +120,9 @@ def test_inputs_are_seeded_random_normals():
     import torch
 
     spec = CaseSpec("torch_matmul", 64, 64, 64, "fp32")
-    p1 = get_backend("torch_matmul").prepare(spec, torch.device("cpu"), 7)
-    p2 = get_backend("torch_matmul").prepare(spec, torch.device("cpu"), 7)
-    p3 = get_backend("torch_matmul").prepare(spec, torch.device("cpu"), 8)
+    p1 = get_backend("torch_matmul").prepare_case(spec, torch.device("cpu"), 7)
+    p2 = get_backend("torch_matmul").prepare_case(spec, torch.device("cpu"), 7)
+    p3 = get_backend("torch_matmul").prepare_case(spec, torch.device("cpu"), 8)
     r1, r2, r3 = p1.reference(), p2.reference(), p3.reference()
     assert torch.equal(r1, r2)
     assert not torch.equal(r1, r3)
@@ -137,10 +150,10 @@ class _OneProgramShort:
 @pytest.mark.parametrize(
     "kernel, module, attr",
     [
-        ("matmul_tiled", "kernels.matmul_tiled", "matmul_tiled_kernel"),
-        ("splitk_decode", "kernels.splitk_decode", "splitk_partial_kernel"),
-        ("gemv", "kernels.gemv", "gemv_kernel"),
-        ("matmul_persistent", "kernels.matmul_persistent", "matmul_persistent_kernel"),
+        ("matmul_tiled", "perfci_kernels.matmul_tiled", "matmul_tiled_kernel"),
+        ("splitk_decode", "perfci_kernels.splitk_decode", "splitk_partial_kernel"),
+        ("gemv", "perfci_kernels.gemv", "gemv_kernel"),
+        ("matmul_persistent", "perfci_kernels.matmul_persistent", "matmul_persistent_kernel"),
     ],
 )
 def test_broken_launch_is_caught_by_poison(kernel, module, attr, monkeypatch):
@@ -149,12 +162,12 @@ def test_broken_launch_is_caught_by_poison(kernel, module, attr, monkeypatch):
     import torch
 
     spec = CaseSpec(kernel, 1 if kernel == "gemv" else 32, 32, 64, "fp32")
-    healthy = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+    healthy = get_backend(kernel).prepare_case(spec, torch.device("cpu"), 0)
     assert _gate(healthy) <= healthy.tolerance
     # prepare binds the kernel, so patch before preparing the broken case.
     mod = importlib.import_module(module)
     monkeypatch.setattr(mod, attr, _OneProgramShort(getattr(mod, attr)))
-    broken = get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+    broken = get_backend(kernel).prepare_case(spec, torch.device("cpu"), 0)
     assert _gate(broken) == math.inf
 
 
@@ -166,7 +179,7 @@ def test_cpu_refuses_bf16_and_fp8_triton_cases(kernel, dtype, match):
 
     spec = CaseSpec(kernel, 1, 32, 32, dtype)
     with pytest.raises(ValueError, match=match):
-        get_backend(kernel).prepare(spec, torch.device("cpu"), 0)
+        get_backend(kernel).prepare_case(spec, torch.device("cpu"), 0)
 
 
 @needs_interpreter
@@ -174,7 +187,7 @@ def test_cpu_refuses_torch_fp8():
     import torch
 
     with pytest.raises(ValueError, match="_scaled_mm"):
-        get_backend("torch_matmul").prepare(CaseSpec("torch_matmul", 16, 32, 32, "fp8"), torch.device("cpu"), 0)
+        get_backend("torch_matmul").prepare_case(CaseSpec("torch_matmul", 16, 32, 32, "fp8"), torch.device("cpu"), 0)
 
 
 @needs_interpreter
@@ -182,10 +195,10 @@ def test_amd_variant_on_non_hip_device_is_refused():
     import torch
 
     spec = CaseSpec("matmul_tiled", 16, 16, 16, "fp32", {"waves_per_eu": 2})
-    assert get_backend("matmul_tiled").check(spec) is None  # the suite may target MI300
+    assert get_backend("matmul_tiled").check_case(spec) is None  # the suite may target MI300
     # prepare raises Unsupported, which the worker records as a skip on this device.
     with pytest.raises(Unsupported, match="only exist on AMD"):
-        get_backend("matmul_tiled").prepare(spec, torch.device("cpu"), 0)
+        get_backend("matmul_tiled").prepare_case(spec, torch.device("cpu"), 0)
 
 
 @pytest.mark.parametrize(
@@ -209,17 +222,18 @@ def test_amd_variant_on_non_hip_device_is_refused():
     ],
 )
 def test_check_rejects_with_a_reason(spec, fragment):
-    reason = get_backend(spec.kernel).check(spec)
+    reason = get_backend(spec.kernel).check_case(spec)
     assert reason is not None and fragment in reason
-    # prepare refuses the same case with the same words, before touching a device.
-    with pytest.raises(ValueError, match="."):
-        get_backend(spec.kernel).prepare(spec, "cpu", 0)
+    # prepare_case refuses the same case with the same words, before touching a device.
+    with pytest.raises(ValueError) as err:
+        get_backend(spec.kernel).prepare_case(spec, "cpu", 0)
+    assert str(err.value) == reason
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_check_accepts_a_plain_case(name):
     spec = CaseSpec(name, 1, 4096, 4096, "bf16")
-    assert get_backend(name).check(spec) is None
+    assert get_backend(name).check_case(spec) is None
 
 
 # --- On a real GPU (skipped here) ---------------------------------------------
@@ -243,7 +257,7 @@ def test_backend_passes_its_own_gate_on_gpu(kernel, m, n, k, variant, dtype):
 
     spec = CaseSpec(kernel, m, n, k, dtype, variant)
     try:
-        prepared = get_backend(kernel).prepare(spec, torch.device("cuda", 0), 0)
+        prepared = get_backend(kernel).prepare_case(spec, torch.device("cuda", 0), 0)
     except ValueError as err:
         # Only fp8 may be refused, and only on a GPU without fp8 units.
         assert dtype == "fp8" and "fp8" in str(err)

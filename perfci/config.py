@@ -1,0 +1,224 @@
+"""Project configuration: ``[tool.perfci]`` in a repository's pyproject.toml, or a perfci.toml.
+
+Every command reads it from the repository it runs in: the nearest directory,
+from the working directory upward and no further than the repository's top
+(the first directory holding ``.git``), that has a ``perfci.toml`` or a
+``pyproject.toml`` with a ``[tool.perfci]`` table. That directory is the
+project root; relative paths in the file are relative to it::
+
+    [tool.perfci]
+    suites = "bench/suites"            # suite names resolve here first, then perfci's built-ins
+    kernels = ["mypkg.perf_kernels"]   # modules declaring BACKENDS, imported from the root
+    baselines = "bench/baselines"
+    history = "../perf-history"
+    noise_profiles = { sm_90 = "bench/h200-profile.json" }   # per arch the results record
+    build = "pip install -e . --no-deps"
+
+A perfci.toml holds the same keys at its top level. No file: the defaults,
+with the root found as before configuration existed (a checkout with
+``kernels/__init__.py`` and ``suites/``, else perfci's own checkout).
+:class:`ProjectConfig` is plain data; ``origins`` says where each value came
+from, which ``perfci config`` prints.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from perfci.errors import PerfciError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+CONFIG_FILE = "perfci.toml"
+PYPROJECT = "pyproject.toml"
+# key -> what it holds, for the one line a wrong value gets
+KEYS = {
+    "suites": "a folder (string)",
+    "kernels": "a list of module names",
+    "baselines": "a folder (string)",
+    "history": "a history store path (string)",
+    "noise_profiles": "a table of arch = profile file (strings)",
+    "build": "a shell command (string)",
+}
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """What is in force for one project; paths are absolute."""
+
+    root: Path  # the project root: kernel modules are imported from here
+    file: Path | None  # where the settings were read; None: every value is a default
+    suites: Path
+    kernels: tuple[str, ...] = ()
+    baselines: Path | None = None
+    history: Path | None = None
+    noise_profiles: Mapping[str, Path] = field(default_factory=dict)
+    build: str | None = None
+    origins: Mapping[str, str] = field(default_factory=dict)  # key -> "pyproject.toml: tool.perfci.suites" or "default"
+
+    def origin(self, key: str) -> str:
+        return self.origins.get(key, "default")
+
+
+def find_config_file(start: str | os.PathLike | None = None) -> Path | None:
+    """The perfci.toml or pyproject.toml (with ``[tool.perfci]``) in force at ``start``, or None.
+
+    Raises:
+        PerfciError: one directory has both, or its pyproject.toml is not valid TOML.
+    """
+    here = Path(start or os.getcwd()).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        own, pyproject = folder / CONFIG_FILE, folder / PYPROJECT
+        has_table = pyproject.is_file() and _has_perfci_table(pyproject)
+        if own.is_file() and has_table:
+            raise PerfciError(f"{folder}: both {CONFIG_FILE} and {PYPROJECT} [tool.perfci] configure perfci; "
+                              f"keep one")
+        if own.is_file():
+            return own
+        if has_table:
+            return pyproject
+        if (folder / ".git").exists():  # the repository's top: a config above it is another project's
+            return None
+    return None
+
+
+def load_config(start: str | os.PathLike | None = None) -> ProjectConfig:
+    """The configuration in force at ``start`` (default: the working directory).
+
+    ``start`` may also name a perfci.toml or pyproject.toml to read.
+
+    Raises:
+        PerfciError: the file is unreadable, not TOML, or has an unknown key or a wrong type.
+    """
+    chosen = Path(start) if start is not None else None
+    if chosen is not None and chosen.is_file():
+        path: Path | None = chosen.resolve()
+        if path.name == PYPROJECT and not _has_perfci_table(path):
+            raise PerfciError(f"{chosen}: has no [tool.perfci] table")
+    else:
+        path = find_config_file(chosen)
+    if path is None:
+        root = _legacy_root(chosen)
+        return ProjectConfig(root=root, file=None, suites=root / "suites", baselines=root / "baselines")
+    return parse_config(_read_table(path), path)
+
+
+def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
+    """``[tool.perfci]`` (or perfci.toml's top level) read from ``path`` -> a :class:`ProjectConfig`."""
+    where = f"{path}" + (" [tool.perfci]" if path.name == PYPROJECT else "")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise PerfciError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS)}")
+    root = path.parent
+    prefix = "tool.perfci." if path.name == PYPROJECT else ""
+    origins = {key: f"{path.name}: {prefix}{key}" for key in table}
+
+    def text(key: str) -> str | None:
+        value = table.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise PerfciError(f"{where}: '{key}' must be {KEYS[key]}, got {value!r}")
+        return value
+
+    def folder(key: str) -> Path | None:
+        value = text(key)
+        return (root / value).resolve() if value is not None else None
+
+    kernels = table.get("kernels", [])
+    if not isinstance(kernels, list) or not all(isinstance(m, str) for m in kernels):
+        raise PerfciError(f"{where}: 'kernels' must be {KEYS['kernels']}, got {kernels!r}")
+    for module in kernels:
+        if not _MODULE.match(module):
+            raise PerfciError(f"{where}: 'kernels': {module!r} is not a module name (dotted, like mypkg.kernels)")
+    profiles = table.get("noise_profiles", {})
+    if not isinstance(profiles, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                                 for k, v in profiles.items()):
+        raise PerfciError(f"{where}: 'noise_profiles' must be {KEYS['noise_profiles']}, got {profiles!r}")
+    return ProjectConfig(
+        root=root, file=path,
+        suites=folder("suites") or root / "suites",
+        kernels=tuple(dict.fromkeys(kernels)),
+        baselines=folder("baselines") or root / "baselines",
+        history=folder("history"),
+        noise_profiles={arch: (root / value).resolve() for arch, value in profiles.items()},
+        build=text("build"),
+        origins=origins,
+    )
+
+
+def _has_perfci_table(pyproject: Path) -> bool:
+    text = _read_text(pyproject)
+    if "perfci" not in text:  # most pyproject.tomls on the way up are not perfci's business
+        return False
+    tool = _parse(text, pyproject).get("tool")
+    return isinstance(tool, dict) and "perfci" in tool
+
+
+def _read_table(path: Path) -> Mapping[str, Any]:
+    data = _parse(_read_text(path), path)
+    if path.name != PYPROJECT:
+        return data
+    tool = data.get("tool")
+    table = tool.get("perfci") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        raise PerfciError(f"{path}: [tool.perfci] must be a table")
+    return table
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PerfciError(f"{path}: cannot read ({type(err).__name__}: {err})") from None
+
+
+def _parse(text: str, path: Path) -> dict:
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise PerfciError(f"{path}: not valid TOML (nested too deeply)") from None
+    except ValueError as err:  # TOMLDecodeError, or an integer beyond Python's digit limit
+        raise PerfciError(f"{path}: not valid TOML ({str(err).splitlines()[0]})") from None
+
+
+def _legacy_root(start: Path | None) -> Path:
+    """A checkout with ``kernels/__init__.py`` and ``suites/`` above ``start``, else perfci's own.
+
+    Looking upward first means that, inside ``perfci bisect``, a revision of a
+    repository laid out as perfci's is measured with its own kernels rather
+    than with whatever copy happens to be installed.
+    """
+    here = Path(start or os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "kernels" / "__init__.py").is_file() and (candidate / "suites").is_dir():
+            return candidate
+    return Path(__file__).resolve().parents[1]  # perfci/config.py -> the checkout perfci came from
+
+
+def render_config(config: ProjectConfig) -> str:
+    """What ``perfci config`` prints: every value in force and where it came from."""
+    def shown(value: Any) -> str:
+        if value is None or value == () or value == {}:
+            return "(not set)"
+        if isinstance(value, tuple):
+            return ", ".join(value)
+        if isinstance(value, Mapping):
+            return ", ".join(f"{k} = {v}" for k, v in sorted(value.items()))
+        return str(value)
+
+    lines = [f"project root: {config.root}",
+             f"read from:    {config.file if config.file else '(no perfci.toml or [tool.perfci]: defaults)'}"]
+    width = max(len(k) for k in KEYS)
+    for key in KEYS:
+        lines.append(f"  {key:<{width}}  {shown(getattr(config, key))}    [{config.origin(key)}]")
+    return "\n".join(lines) + "\n"
