@@ -2,7 +2,7 @@
 
 This mirrors the launchers in ``kernels/`` (``matmul_tiled_launcher``,
 ``matmul_persistent_launcher``, ``splitk_decode._plan`` + launcher,
-``gemv_launcher``) and perfci/measure/backends.py (the operands it builds: A
+``gemv_launcher``) and kernels/backends.py (the operands it builds: A
 row-major (M, K), B = w.t() of a contiguous (N, K) weight, C contiguous): the
 config comes from the same ``kernels._configs`` functions, called with the
 arch's (vendor, arch) kind and CU/SM count, and the arguments are specialized
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kernels import _configs
+from perfci_kernels import _configs
 from perfci.compile.arches import Arch
 from perfci.model import DTYPE_BYTES, CaseSpec
 
@@ -25,7 +25,7 @@ from perfci.model import DTYPE_BYTES, CaseSpec
 VENDOR_KERNELS = {"torch_matmul": "vendor library (cuBLAS / hipBLASLt through torch)"}
 MAX_INT32 = 2**31 - 1
 
-# perfci/measure/backends.py's variant key -> KernelConfig field.
+# kernels/backends.py's variant key -> KernelConfig field.
 _CONFIG_KEYS = {"block_m": "BLOCK_M", "block_n": "BLOCK_N", "block_k": "BLOCK_K", "group_m": "GROUP_M",
                 "num_warps": "num_warps", "num_stages": "num_stages", "waves_per_eu": "waves_per_eu",
                 "matrix_instr_nonkdim": "matrix_instr_nonkdim"}
@@ -41,7 +41,7 @@ class Ptr:
 class Launch:
     """One ``kernel[grid](*args, **constexprs, **options)`` call."""
 
-    module: str  # "kernels.matmul_tiled"
+    module: str  # "perfci_kernels.matmul_tiled"
     kernel: str  # "matmul_tiled_kernel"
     params: tuple[tuple[str, Any], ...]  # every parameter in order: Ptr, int (runtime) or ("constexpr", value)
     options: tuple[tuple[str, Any], ...]  # num_warps, num_stages, AMD knobs
@@ -122,13 +122,13 @@ def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = Non
             cfg = _configs.resolve(_configs.tiled_config(kind, spec.dtype, m, n, k), override, kind)
             tiles = _cdiv(m, cfg.BLOCK_M) * _cdiv(n, cfg.BLOCK_N)
             extra: tuple = ()
-            module, name, grid = "kernels.matmul_tiled", "matmul_tiled_kernel", (tiles,)
+            module, name, grid = "perfci_kernels.matmul_tiled", "matmul_tiled_kernel", (tiles,)
         else:
             cfg = _configs.resolve(_configs.persistent_config(kind, spec.dtype, m, n, k), override, kind)
             tiles = _cdiv(m, cfg.BLOCK_M) * _cdiv(n, cfg.BLOCK_N)
             programs = min(arch.units, tiles)
             extra = (("NUM_PROGRAMS", _c(programs)),)
-            module, name, grid = "kernels.matmul_persistent", "matmul_persistent_kernel", (programs,)
+            module, name, grid = "perfci_kernels.matmul_persistent", "matmul_persistent_kernel", (programs,)
         params = head + extra + (("BLOCK_M", _c(cfg.BLOCK_M)), ("BLOCK_N", _c(cfg.BLOCK_N)),
                                  ("BLOCK_K", _c(cfg.BLOCK_K)), ("GROUP_M", _c(cfg.GROUP_M)),
                                  ("EPILOGUE", _c(epilogue)))
@@ -141,7 +141,7 @@ def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = Non
         params = (("a_ptr", a), ("b_ptr", b), ("c_ptr", c), ("N", n), ("K", k), ("stride_ak", 1),
                   ("stride_bk", 1), ("stride_bn", k), ("stride_cn", 1),
                   ("BLOCK_N", _c(cfg.BLOCK_N)), ("BLOCK_K", _c(cfg.BLOCK_K)))
-        return (Launch("kernels.gemv", "gemv_kernel", params, tuple(_configs.launch_options(cfg, kind).items()),
+        return (Launch("perfci_kernels.gemv", "gemv_kernel", params, tuple(_configs.launch_options(cfg, kind).items()),
                        (_cdiv(n, cfg.BLOCK_N),), cfg),)
     raise ValueError(f"perfci compile does not know the kernel '{spec.kernel}'")
 
@@ -168,8 +168,8 @@ def _plan_splitk(spec: CaseSpec, arch: Arch, a: Ptr, b: Ptr, c: Ptr, override) -
     reduce = (("ws_ptr", ws), ("c_ptr", c), ("MN", m * n), ("stride_ws_s", m * n),
               ("SPLIT_K", _c(split)), ("BLOCK", _c(block)))
     return (
-        Launch("kernels.splitk_decode", "splitk_partial_kernel", partial,
+        Launch("perfci_kernels.splitk_decode", "splitk_partial_kernel", partial,
                tuple(_configs.launch_options(cfg, kind).items()), grid, cfg),
-        Launch("kernels.splitk_decode", "splitk_reduce_kernel", reduce, (("num_warps", 4),),
+        Launch("perfci_kernels.splitk_decode", "splitk_reduce_kernel", reduce, (("num_warps", 4),),
                (_cdiv(m * n, block),), None),
     )
