@@ -108,6 +108,10 @@ def add_parser(subparsers) -> None:
                    help="under the table, why each regressed / improved case moved: base vs cur config, "
                         "resources, occupancy, grid, clocks, versions, and a one-line reading "
                         "(always in markdown and json)")
+    p.add_argument("--compile-diff", metavar="FILE",
+                   help="with --explain: the json of `perfci compile SUITE --arch ARCH --baseline DIR --format json`; "
+                        "a regressed / improved case's resource change (spills, registers, occupancy, LDS) is "
+                        "added to its reading (the results' arch only, when the diff has it)")
     p.add_argument("--only-changed", action="store_true",
                    help="show only the cases that are not unchanged (the summary still counts all)")
     p.add_argument("--sort", choices=("worst", "ratio", "name"), default="worst",
@@ -141,6 +145,11 @@ def main(args) -> int:
     from perfci.compare.verdicts import compare
 
     profile = read_profile(args.noise_profile) if args.noise_profile else None
+    compile_diff = None
+    if args.compile_diff:  # read first: a bad file is bad input before any judging
+        from perfci.compile.ratchet import read_diff
+
+        compile_diff = read_diff(args.compile_diff)
     opts = CompareOptions(alpha=args.alpha, min_effect_pct=args.min_effect, arch=args.arch,
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
@@ -164,6 +173,15 @@ def main(args) -> int:
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
     if args.explain or args.format in ("markdown", "json"):
         result = with_explain(result, base, cur)
+        if compile_diff is not None:
+            from perfci.compare.explain import with_compile_diff
+            from perfci.compare.inputs import run_device
+            from perfci.compile.ratchet import changes_by_case
+
+            arch = run_device(cur)[0]  # that arch's change; a CPU run (no such file) gets every arch's
+            if arch not in {d.get("arch") for d in compile_diff["diffs"]}:
+                arch = None
+            result = with_compile_diff(result, changes_by_case(compile_diff, arch))
     sys.stdout.write(RENDERERS[args.format](_shown(result, args.only_changed, args.sort)))
     if args.plot:
         try:

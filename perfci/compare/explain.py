@@ -169,6 +169,24 @@ def with_explain(cmp: Comparison, base: ResultTable | None, cur: ResultTable) ->
     return replace(cmp, cases=cases)
 
 
+def with_compile_diff(cmp: Comparison, changes: dict[tuple[str, str, str], list[tuple[str, str, str]]]) -> Comparison:
+    """Each explained case whose compiled resources changed (``perfci compile --baseline``'s json, read by
+    :func:`perfci.compile.ratchet.changes_by_case`: key -> [(arch, verdict, what changed)]): that change
+    appended to the reading and the sides. The only resources signal where the runs recorded none."""
+    out = []
+    for case in cmp.cases:
+        found = changes.get(case.key) if case.explain is not None else None
+        if not found:
+            out.append(case)
+            continue
+        text = "; ".join(f"{arch} {what} ({verdict})" for arch, verdict, what in found)
+        ex = case.explain
+        out.append(replace(case, explain=replace(ex, reading=f"{ex.reading}; compiled against the compile "
+                                                             f"baseline: {text}",
+                                                 sides=ex.sides + (("compiled resources", "compile baseline", text),))))
+    return replace(cmp, cases=tuple(out))
+
+
 def explain_lines(case: CaseComparison) -> list[str]:
     """Plain text: the reading, then what / base / cur (a '*' marks what differs)."""
     ex = case.explain

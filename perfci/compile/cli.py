@@ -73,7 +73,8 @@ def _cache(args):
 
 
 def _file_name(suite: str, arch: str) -> str:
-    return f"{Path(suite).stem if suite.endswith('.toml') else suite}-{arch}.json"
+    """``SUITE-ARCH.json``, SUITE the suite's name (a .toml suite's ``name``)."""
+    return f"{suite}-{arch}.json"
 
 
 def _paths(path: str, suite: str, arches, option: str) -> dict[str, Path]:

@@ -80,6 +80,11 @@ def add_parser(subparsers) -> None:
                    help="more options for perfci bisect, e.g. '--repeats 5 --max-repeats 10'")
     p.add_argument("--bench-args", metavar="ARGS",
                    help="more options for the perfci run that bisect measures each commit with, e.g. '--repeats 3'")
+    p.add_argument("--compile-baseline", metavar="DIR",
+                   help="also diff tonight's compiled resources against DIR (e.g. baselines/compile/: "
+                        "perfci compile --baseline, every arch DIR has a file of the suite for) and add the "
+                        "table, and the change behind each regressed case, to the reports; informational, "
+                        "it never changes the exit code")
     # fault: called with each stage's name as it starts (the tests' seam, no option)
     p.set_defaults(handler=main, fault=None)
 
@@ -105,7 +110,9 @@ def main(args: argparse.Namespace) -> int:
         from perfci.compare.inputs import read_profile
 
         read_profile(cfg.noise_profile)
-    outcome, decision = run_night(cfg, args.fault)
+    if args.compile_baseline is not None and not Path(args.compile_baseline).is_dir():
+        raise PerfciError(f"--compile-baseline {args.compile_baseline}: not a directory (baselines/compile/ is one)")
+    outcome, decision = run_night(cfg, args.fault, compile_baseline=args.compile_baseline)
     if decision.exit_code == EXIT_USAGE:
         raise PerfciError(f"{decision.headline} (see {cfg.out / 'summary.md'})")
     if decision.exit_code == EXIT_INTERNAL:

@@ -33,9 +33,13 @@ NEEDS = {"baseline": ("tonight",), "gate": ("tonight", "baseline"), "confirm": (
 REPORTS = ("summary.md", "issue.md", "verdict.json")
 
 
-def run_night(cfg: NightConfig, fault: Fault | None = None,
-              echo: TextIO | None = None) -> tuple[core.Outcome, core.Decision]:
-    """Every stage in order, then the reports in ``cfg.out``; returns what was decided."""
+def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None = None,
+              compile_baseline: str | None = None) -> tuple[core.Outcome, core.Decision]:
+    """Every stage in order, then the reports in ``cfg.out``; returns what was decided.
+
+    ``compile_baseline``: a directory of ``perfci compile`` resources files; the compile
+    diff is added to the reports (:func:`_add_compile_diff`), never to the decision.
+    """
     echo = echo or sys.stderr
     night = Night(cfg)
     done: list[core.Stage] = []
@@ -51,7 +55,43 @@ def run_night(cfg: NightConfig, fault: Fault | None = None,
                        ("issue.md", render.issue_md(outcome, decision)),
                        ("verdict.json", render.verdict_json(outcome, decision))):
         atomic_write_text(cfg.out / name, text)
+    if compile_baseline:
+        _add_compile_diff(cfg, night, outcome, compile_baseline, echo)
     return outcome, decision
+
+
+def _add_compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baseline: str, echo: TextIO) -> None:
+    """The compile diff beside the timing verdicts: a section of summary.md and issue.md, ``compile`` in
+    verdict.json, compile.json. Informational: whatever happens here, the night's exit code stays."""
+    import json
+
+    from perfci.compile import ratchet
+
+    started = time.monotonic()
+    try:
+        data = ratchet.run(night.suite_word or cfg.suite, baseline, night.repo_root or os.getcwd())
+        rows = ratchet.behind(data, [(c.key, c.verdict) for c in outcome.cases or ()], outcome.arch)
+        section = ratchet.markdown(data, rows)
+        record = {"baseline": baseline, "exit_code": data["exit_code"], "failing": data.get("failing", 0),
+                  "behind": rows, "file": "compile.json"}
+        atomic_write_text(cfg.out / "compile.json", json.dumps(data, indent=2) + "\n")
+        said = f"{record['failing']} case(s) worse than {baseline}"
+    except Exception as err:  # noqa: BLE001 - a compile diff that could not be made is a line, not a verdict
+        why = err.message if isinstance(err, PerfciError) else internal_error_line(err)
+        said = f"not diffed against {baseline}: {why}"
+        section = f"#### Compiled resources\n\n{said}\n"
+        record = {"baseline": baseline, "error": why}
+    try:
+        for name in ("summary.md", "issue.md"):
+            path = cfg.out / name
+            atomic_write_text(path, path.read_text(encoding="utf-8") + "\n" + section)
+        verdict = json.loads((cfg.out / "verdict.json").read_text(encoding="utf-8"))
+        verdict["compile"] = record
+        atomic_write_text(cfg.out / "verdict.json", json.dumps(verdict, indent=2) + "\n")
+    except Exception as err:  # noqa: BLE001 - the reports as written stand
+        said += f"; not added to the reports: {internal_error_line(err)}"
+    echo.write(f"perfci nightly: compile: {said} [{time.monotonic() - started:.1f} s]\n")
+    echo.flush()
 
 
 def _skip_because(name: str, done: list[core.Stage]) -> str:

@@ -1,0 +1,145 @@
+"""The compile diff beside the timing verdicts: for the nightly's reports and compare --explain.
+
+:func:`run` is the IO edge: ``perfci compile SUITE --arch ... --baseline DIR
+--format json`` in a child process (compiling needs Triton's real JIT, which a
+process that imported the kernels under the interpreter no longer has; and a
+crash there stays there). The rest is pure: the json that command prints, read
+back into a markdown section, and into the resource change behind a timed case.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from perfci.compile.arches import ARCHES
+from perfci.errors import PerfciError
+from perfci.files import read_input_text
+
+Key = tuple[str, str, str]
+MAX_ROWS = 40
+
+
+def baseline_arches(baseline_dir: str | os.PathLike, suite_name: str) -> list[str]:
+    """The arches with a resources file of the suite (``SUITE-ARCH.json``, as ``--out DIR`` names it)
+    whose Triton backend is installed here (a ROCm build of Triton may lack the NVIDIA one)."""
+    import importlib.util
+
+    def installed(arch: str) -> bool:
+        try:
+            return importlib.util.find_spec(f"triton.backends.{'amd' if ARCHES[arch].vendor == 'amd' else 'nvidia'}") \
+                is not None
+        except ImportError:
+            return False
+    return [a for a in ARCHES if (Path(baseline_dir) / f"{suite_name}-{a}.json").is_file() and installed(a)]
+
+
+def run(suite: str, baseline_dir: str | os.PathLike, cwd: str | os.PathLike, timeout: float = 1800) -> dict[str, Any]:
+    """The compile diff of ``suite`` against ``baseline_dir`` for every arch it has a file of, as json data.
+
+    Adds ``exit_code`` (perfci compile's: 0 nothing worse, 1 a case worse) and
+    ``baseline``. PerfciError (one line) when there is nothing to diff or the
+    command refused its input or crashed.
+    """
+    from perfci.suites import load_suite
+
+    name = load_suite(suite).name
+    arches = baseline_arches(baseline_dir, name)
+    if not arches:
+        raise PerfciError(f"compile baseline {baseline_dir}: no {name}-ARCH.json for any of {', '.join(ARCHES)} "
+                          f"that this Triton can compile for")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    cmd = [sys.executable, "-m", "perfci", "compile", suite, "--arch", ",".join(arches), "--baseline",
+           str(Path(baseline_dir).resolve()), "--format", "json"]
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PerfciError(f"perfci compile {suite} took more than {timeout:.0f} s") from None
+    if proc.returncode not in (0, 1):
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise PerfciError(f"perfci compile exit {proc.returncode}: {last.removeprefix('perfci: error: ')}")
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        raise PerfciError(f"perfci compile {suite}: its json output could not be read") from None
+    data.update(exit_code=proc.returncode, baseline=str(baseline_dir))
+    return data
+
+
+def read_diff(path: str) -> dict[str, Any]:
+    """A file of ``perfci compile --baseline ... --format json`` output (compare --compile-diff)."""
+    text = read_input_text(path, "compile diff")
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise PerfciError(f"{path}: not JSON ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("diffs"), list) or "rule" not in data:
+        raise PerfciError(f"{path}: not the json of `perfci compile --baseline DIR --format json`")
+    return data
+
+
+def changes_by_case(data: Mapping[str, Any], arch: str | None = None) -> dict[Key, list[tuple[str, str, str]]]:
+    """case key -> [(arch, verdict, what changed)] for every case the diff lists (``arch``: that arch only)."""
+    out: dict[Key, list[tuple[str, str, str]]] = {}
+    for d in data.get("diffs") or ():
+        if arch and d.get("arch") != arch:
+            continue
+        for c in d.get("cases") or ():
+            if not c.get("summary"):
+                continue
+            verdict = "worse (accepted)" if c.get("verdict") == "worse" and c.get("accepted") else c.get("verdict", "")
+            out.setdefault((c["kernel"], c["shape"], c["dtype"]), []).append((d["arch"], verdict, c["summary"]))
+    return out
+
+
+def behind(data: Mapping[str, Any], cases: Iterable[tuple[Key, str]], arch: str | None) -> list[dict[str, Any]]:
+    """For each (key, timing verdict) regressed or improved: the resource change the compile diff found, if any.
+
+    ``arch``: the timed device's; when the diff has no file of it (a CPU night), every arch's change is given.
+    """
+    arches = {d.get("arch") for d in data.get("diffs") or ()}
+    found = changes_by_case(data, arch if arch in arches else None)
+    return [{"case": list(key), "verdict": verdict, "arch": a, "compile": cv, "changes": what}
+            for key, verdict in cases if verdict in ("regressed", "improved")
+            for a, cv, what in found.get(key, ())]
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] = (), heading: str = "####") -> str:
+    """The nightly's section: counts per arch, the changed cases, and what is behind a timing verdict."""
+    diffs = data.get("diffs") or []
+    failing = int(data.get("failing") or 0)
+    out = [f"{heading} Compiled resources (against {_cell(data.get('baseline', 'the baseline'))})", ""]
+    out.append(f"**{failing} case(s) worse** than the compile baseline." if failing else
+               "No case worse than the compile baseline.")
+    out.append("")
+    for d in diffs:
+        n = d.get("counts") or {}
+        out.append(f"- {d.get('suite')} on {d.get('arch')}: {n.get('worse', 0)} worse ({n.get('accepted', 0)} "
+                   f"accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, {n.get('added', 0)} added, "
+                   f"{n.get('removed', 0)} removed")
+    rows = [(d.get("arch"), c) for d in diffs for c in d.get("cases") or ()]
+    if rows:
+        out += ["", "| arch | case | what changed | verdict |", "|---|---|---|---|"]
+        for arch, c in rows[:MAX_ROWS]:
+            verdict = c.get("verdict", "")
+            verdict = "worse (accepted)" if verdict == "worse" and c.get("accepted") else (
+                f"**{verdict}**" if verdict == "worse" else verdict)
+            out.append(f"| {arch} | `{_cell(' '.join((c['kernel'], c['shape'], c['dtype'])))}` | "
+                       f"{_cell(c.get('summary') or '-')} | {verdict} |")
+        if len(rows) > MAX_ROWS:
+            out.append(f"| … | {len(rows) - MAX_ROWS} more in compile.json | | |")
+    if behind_rows:
+        out += ["", "Behind tonight's timing verdicts:", ""]
+        out += [f"- `{_cell(' '.join(b['case']))}` {b['verdict']}: {b['arch']} {_cell(b['changes'])} ({b['compile']})"
+                for b in behind_rows]
+    out += ["", f"<sub>{_cell(data.get('rule', ''))}</sub>", ""]
+    return "\n".join(out)
