@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from perfci.bisect.gitops import Pause, no_pause
+from perfci.gitsession import Pause, no_pause
 from perfci.console import Console
 from perfci.args import percentage
 from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
@@ -152,8 +152,8 @@ def _arguments_for_resume(args) -> dict:
 
 
 def _config(args, pause: Pause):
-    from perfci.bisect.metric import metric_spec
-    from perfci.bisect.commands import BenchSpec
+    from perfci.benchcmd import BenchSpec
+    from perfci.benchmetric import metric_spec
     from perfci.bisect.search import BisectConfig
 
     if not args.good or not args.bad:
@@ -185,22 +185,17 @@ def _refuse_stdout_inside_the_tree(repo: Path) -> None:
     before the bisect (empty), while the report went to the stashed-away inode.
     """
     import os
-    import subprocess
+
+    from perfci.git import untracked_in
 
     try:
         target = Path(os.readlink("/proc/self/fd/1"))
-        if not target.is_file():
-            return
-        top = Path(subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
-        relative = target.resolve().relative_to(top.resolve())
-    except (OSError, ValueError, subprocess.CalledProcessError):
-        return  # not Linux, stdout not a file, or a file outside the repository: all fine
-    listed = subprocess.run(["git", "-C", str(top), "ls-files", "--error-unmatch", str(relative)],
-                            capture_output=True, text=True).returncode == 0
-    ignored = subprocess.run(["git", "-C", str(top), "check-ignore", "-q", str(relative)],
-                             capture_output=True, text=True).returncode == 0
-    if not listed and not ignored:
+    except OSError:
+        return  # not Linux
+    if not target.is_file():
+        return  # a terminal or a pipe: nothing in the tree to lose
+    relative = untracked_in(repo, target)
+    if relative is not None:
         raise PerfciError(f"stdout goes to {relative}, an untracked file inside the repository: bisect "
                           f"stashes untracked files, so the report would be lost; write it outside the "
                           f"repository, or add it to .gitignore")
@@ -264,7 +259,7 @@ def _bisect(args, pause: Pause) -> int:
 
 
 def main(args) -> int:
-    """``perfci bisect``; ``args.pause`` is called at each of :data:`perfci.bisect.gitops.PHASES`."""
+    """``perfci bisect``; ``args.pause`` is called at each of :data:`perfci.bisect.search.PHASES`."""
     _split_command(args)
     if args.abort and args.resume:
         raise PerfciError("--abort and --resume exclude each other")

@@ -14,14 +14,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from perfci.bisect import gitops
+from perfci import git, gitsession
+from perfci.benchcmd import BenchSpec, bench_once, kill_running, run_command
+from perfci.bisect.cache import Cache
 from perfci.bisect.core import (
     BaselineCheck, BisectResult, Classification, Samples, SearchState, StepRecord, Verdict, check_baselines,
     choose_next, classify, confirm_repeats, endpoint_repeats, next_repeats, oriented, settle, shift_pct,
     steps_left, verdict_confidence,
 )
-from perfci.bisect.commands import BenchSpec, Cache, bench_once, kill_running, run_command
 from perfci.errors import PerfciError
+
+
+# The phases where a signal must still leave the user's tree intact, in the order a
+# bisect reaches them: "stash" and "restore" inside perfci.git, the others in Measurer.
+PHASES = ("stash", "checkout", "build", "bench", "restore")
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ class BisectConfig:
     jobs: int = 1
     gpus: tuple[str, ...] | None = None
     arguments: dict = field(default_factory=dict)  # the CLI's options, kept for --resume
-    pause: gitops.Pause = field(default=gitops.no_pause, compare=False)  # called at each of gitops.PHASES
+    pause: gitsession.Pause = field(default=gitsession.no_pause, compare=False)  # called at each of PHASES
 
 
 class Progress(Protocol):
@@ -152,8 +158,7 @@ class Measurer:
 def _search(cfg, repo, slots: list[Slot], good: str, bad: str, commits: list[str], cache: Cache,
             progress: Progress, mark: Callable[[Sequence[tuple[str, Verdict]]], None]) -> BisectResult:
     order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
-    subjects = {sha: s for sha, s in _subjects(repo, good, bad).items()}
-    measurer = Measurer(cfg, cache, order, subjects)
+    measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
     pool = ThreadPoolExecutor(max_workers=len(slots)) if len(slots) > 1 else None
     try:
         return _search_with(cfg, repo, slots, good, bad, commits, measurer, progress, mark, pool)
@@ -342,9 +347,9 @@ def _result(repo, state: SearchState, steps: list[StepRecord], good_s: Samples, 
     lo, _ = state.bounds
     before = good_s if lo < 0 else _samples_of(steps, state.commits[lo])
     after = bad_s if culprit_sha == state.commits[-1] else _samples_of(steps, culprit_sha)
-    info = gitops.commit_info(repo, culprit_sha)
+    info = git.commit_info(repo, culprit_sha)
     return BisectResult(status="culprit", message=f"first bad commit: {culprit_sha[:12]} {info['subject']}",
-                        steps=tuple(steps), culprit=info, culprit_diffstat=gitops.diff_stat(repo, culprit_sha),
+                        steps=tuple(steps), culprit=info, culprit_diffstat=git.diff_stat(repo, culprit_sha),
                         step_interval=step_interval, culprit_interval=shift_pct(before.values, after.values),
                         confidence=confidence, bench_runs=bench_runs, **common)
 
@@ -354,12 +359,3 @@ def _samples_of(steps: Sequence[StepRecord], sha: str) -> Samples:
         if record.sha == sha:
             return record.samples
     raise KeyError(sha)
-
-
-def _subjects(repo, good: str, bad: str) -> dict[str, str]:
-    out = gitops.git_run(repo, "log", "--format=%H%x00%s", f"{good}^!", f"{good}..{bad}")
-    subjects = {}
-    for line in out.splitlines():
-        sha, _, subject = line.partition("\0")
-        subjects[sha] = subject
-    return subjects

@@ -1,6 +1,6 @@
 """One ``perfci bisect`` session: validate, stash, measure, search, restore.
 
-This is the IO edge that ties :mod:`gitops` (where the code is) to
+This is the IO edge that ties :mod:`perfci.git` (where the code is) to
 :mod:`search` (what to measure next, and what the numbers mean). Measuring happens
 in *slots*: the user's own tree (serial mode, after stashing) or one temporary
 ``git worktree`` per job (``--jobs N``), each with its own GPU.
@@ -14,8 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from perfci.bisect import gitops
-from perfci.bisect.commands import Cache, run_command
+from perfci import git, gitsession
+from perfci.benchcmd import run_command
+from perfci.bisect.cache import Cache
 from perfci.bisect.core import BisectResult, Verdict
 from perfci.bisect.search import BisectConfig, Progress, Slot, _search
 from perfci.errors import PerfciError
@@ -44,7 +45,7 @@ def _check_bench_command(repo, command: Sequence[str], bad_sha: str) -> None:
         return
     # The script may exist only in the commits being bisected, not in the user's tree.
     relative = os.path.normpath(program)
-    mode = gitops.git_run(repo, "ls-tree", bad_sha, "--", relative, check=False).split(" ", 1)[0]
+    mode = git.file_mode(repo, bad_sha, relative)
     if mode == "100755":
         return
     if mode:
@@ -54,26 +55,26 @@ def _check_bench_command(repo, command: Sequence[str], bad_sha: str) -> None:
 
 def prepare(cfg: BisectConfig):
     """Validate everything that can be checked before touching the repository."""
-    repo = gitops.open_repo(cfg.repo_path)
-    journal_path = gitops.state_dir(repo) / "journal.json"
+    repo = git.open_repo(cfg.repo_path)
+    journal_path = git.state_dir(repo) / "journal.json"
     if journal_path.exists():
         raise PerfciError("an earlier perfci bisect did not finish; run 'perfci bisect --abort' "
                           "(restore only) or 'perfci bisect --resume' (restore, then continue)")
-    busy = gitops.operation_in_progress(repo)
+    busy = git.operation_in_progress(repo)
     if busy:
         raise PerfciError(f"cannot bisect now: {busy}")
-    good = gitops.resolve(repo, cfg.good, "GOOD")
-    bad = gitops.resolve(repo, cfg.bad, "BAD")
+    good = git.resolve(repo, cfg.good, "GOOD")
+    bad = git.resolve(repo, cfg.bad, "BAD")
     if good == bad:
         raise PerfciError(f"GOOD and BAD are the same commit {good[:12]}: nothing to bisect")
-    if not gitops.is_ancestor(repo, good, bad):
+    if not git.is_ancestor(repo, good, bad):
         raise PerfciError(f"GOOD {cfg.good} ({good[:12]}) is not an ancestor of BAD {cfg.bad} ({bad[:12]})")
-    commits = gitops.commit_range(repo, good, bad, cfg.first_parent)
+    commits = git.commit_range(repo, good, bad, cfg.first_parent)
     if not commits:
         raise PerfciError(f"the range {cfg.good}..{cfg.bad} is empty")
     _check_bench_command(repo, cfg.bench.command, bad)
     if cfg.jobs == 1:
-        hazards = gitops.ignored_paths_in_history(repo, good, bad)
+        hazards = git.ignored_paths_in_history(repo, good, bad)
         if hazards:
             raise PerfciError(f"ignored file {hazards[0]} is tracked in the range and checkout would overwrite it; "
                               "move it away, or use --jobs 2 (separate worktrees never touch your tree)")
@@ -112,12 +113,12 @@ def _slot_env(gpu: str | None) -> dict:
 def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
     """Bisect, and leave the user's repository exactly as it was, whatever happens."""
     repo, journal_path, good, bad, commits = prepare(cfg)
-    branch, head = gitops.current_position(repo)
+    branch, head = git.current_position(repo)
     session_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     mode = "worktrees" if cfg.jobs > 1 else "tree"
-    journal = gitops.Journal(journal_path, session_id, mode, branch, head, arguments=cfg.arguments)
+    journal = gitsession.Journal(journal_path, session_id, mode, branch, head, arguments=cfg.arguments)
     journal.save()
-    cache = Cache(gitops.state_dir(repo) / "cache.json")
+    cache = Cache(git.state_dir(repo) / "cache.json")
     warnings: list[str] = []
     try:
         if mode == "worktrees":
@@ -125,7 +126,7 @@ def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
         else:
             result = _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress)
     finally:
-        warnings = gitops.restore_tree(repo, journal, cfg.pause)
+        warnings = gitsession.restore_tree(repo, journal, cfg.pause)
         for warning in warnings:
             progress.note(f"warning: {warning}")
     if warnings:
@@ -134,22 +135,21 @@ def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
 
 
 def _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress) -> BisectResult:
-    with gitops.deferred_signals():
-        stash_sha = gitops.stash_push(repo, journal, cfg.pause)
+    with gitsession.deferred_signals():
+        stash_sha = gitsession.stash_push(repo, journal, cfg.pause)
         journal.update(stash_sha=stash_sha, phase="stashed")
     journal.update(bisect_started=True, phase="measuring")
-    start = ["bisect", "start", "--no-checkout"] + (["--first-parent"] if cfg.first_parent else [])
-    gitops.git_run(repo, *start, bad, good)
+    git.bisect_start(repo, bad, good, cfg.first_parent)
 
-    mark = GitMarks(repo, start[1:], good, bad)
+    mark = GitMarks(repo, cfg.first_parent, good, bad)
     slot = Slot(Path(repo.working_tree_dir), _slot_env(cfg.gpus[0] if cfg.gpus else None),
-                lambda sha: gitops.checkout(repo, sha))
+                lambda sha: git.checkout(repo, sha))
     result = _search(cfg, repo, [slot], good, bad, commits, cache, progress, mark)
-    return replace(result, bisect_log=gitops.save_bisect_log(repo))
+    return replace(result, bisect_log=git.save_bisect_log(repo))
 
 
 class GitMarks:
-    """Tells ``git bisect`` (started with ``git <start> BAD GOOD``) every verdict, so its log tells the same story.
+    """Tells ``git bisect`` (see :func:`perfci.git.bisect_start`) every verdict, so its log tells the same story.
 
     Called after each round with every verdict so far. When one given earlier
     changed (the endpoints were measured again and it was judged again), git's
@@ -157,19 +157,19 @@ class GitMarks:
     ``--no-checkout``, ``git bisect reset`` leaves HEAD and the tree alone.
     """
 
-    def __init__(self, repo, start: Sequence[str], good: str, bad: str):
-        self.repo, self.start, self.good, self.bad = repo, list(start), good, bad
+    def __init__(self, repo, first_parent: bool, good: str, bad: str):
+        self.repo, self.first_parent, self.good, self.bad = repo, first_parent, good, bad
         self.marked: list[tuple[str, Verdict]] = []
 
     def __call__(self, verdicts: Sequence[tuple[str, Verdict]]) -> None:
         verdicts = list(verdicts)
         if verdicts[:len(self.marked)] != self.marked:
-            gitops.git_run(self.repo, "bisect", "reset", check=False)
-            gitops.git_run(self.repo, "bisect", *self.start, self.bad, self.good)
+            git.bisect_reset(self.repo, save_log=False)
+            git.bisect_start(self.repo, self.bad, self.good, self.first_parent)
             self.marked = []
         for sha, verdict in verdicts[len(self.marked):]:
             word = {Verdict.GOOD: "good", Verdict.BAD: "bad"}.get(verdict, "skip")
-            gitops.git_run(self.repo, "bisect", word, sha, check=False)
+            git.bisect_mark(self.repo, sha, word)
         self.marked = verdicts
 
 
@@ -179,11 +179,11 @@ def _run_in_worktrees(cfg, repo, journal, good, bad, commits, cache, progress) -
         raise PerfciError(f"--jobs {cfg.jobs} needs {cfg.jobs} GPUs but only {len(gpus)} are visible "
                           f"({','.join(gpus)}); pass --gpus or lower --jobs")
     journal.update(phase="measuring")
-    paths = gitops.add_worktrees(repo, cfg.jobs, good, journal)
+    paths = gitsession.add_worktrees(repo, cfg.jobs, good, journal)
     slots = []
     for i, path in enumerate(paths):
         slots.append(Slot(path, _slot_env(gpus[i] if gpus else None),
-                          lambda sha, p=path: gitops.checkout_in(p, sha)))
+                          lambda sha, p=path: git.checkout_in(p, sha)))
     if gpus:
         progress.note(f"{cfg.jobs} worktrees under {paths[0].parent}, GPUs {','.join(gpus[:cfg.jobs])}")
 
@@ -193,12 +193,12 @@ def _run_in_worktrees(cfg, repo, journal, good, bad, commits, cache, progress) -
     return _search(cfg, repo, slots, good, bad, commits, cache, progress, mark)
 
 
-def abort(repo_path: Path, pause: gitops.Pause = gitops.no_pause) -> tuple[gitops.Journal, list[str]]:
+def abort(repo_path: Path, pause: gitsession.Pause = gitsession.no_pause) -> tuple[gitsession.Journal, list[str]]:
     """Restore the repository of a session that was killed; returns its journal and warnings."""
-    repo = gitops.open_repo(repo_path)
-    journal_path = gitops.state_dir(repo) / "journal.json"
+    repo = git.open_repo(repo_path)
+    journal_path = git.state_dir(repo) / "journal.json"
     if not journal_path.exists():
         raise PerfciError("no unfinished perfci bisect here: nothing to abort or resume")
-    journal = gitops.Journal.load(journal_path)
-    warnings = gitops.restore_tree(repo, journal, pause)
+    journal = gitsession.Journal.load(journal_path)
+    warnings = gitsession.restore_tree(repo, journal, pause)
     return journal, warnings

@@ -156,8 +156,8 @@ def _check_rounds(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
-    from perfci.bisect.commands import BenchSpec
-    from perfci.bisect.metric import metric_spec
+    from perfci.benchcmd import BenchSpec
+    from perfci.benchmetric import metric_spec
     from perfci.confirm.session import ConfirmConfig
 
     if not refs or len(refs) > 2:
@@ -190,8 +190,8 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
         raise PerfciError("--suite measures the suite's cases itself: drop the bench command and the metric "
                           "options")
     _check_rounds(args)
-    from perfci.bisect.commands import BenchSpec
-    from perfci.bisect.metric import MetricSpec
+    from perfci.benchcmd import BenchSpec
+    from perfci.benchmetric import MetricSpec
 
     spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, args.timeout,
                       args.isolation)
@@ -213,25 +213,10 @@ def main(args: argparse.Namespace) -> int:
         console.note(f"removed the worktrees of session {journal.session_id}")
         return EXIT_OK
     cfg = _config(args, refs, command)
-    judgement, rounds, sides = session.run(cfg, console, _decider(cfg))
+    judgement, rounds, sides = session.run(cfg, console, session.decider(cfg))
     sys.stdout.write(render.RENDERERS[args.format](judgement, rounds, sides, cfg))
     if judgement.regressed:
         return EXIT_REGRESSION
     if args.strict and judgement.inconclusive:
         return EXIT_INCONCLUSIVE
     return EXIT_OK
-
-
-def _decider(cfg):
-    """Decisions only at a few pre-set looks, each at a share of alpha (see StoppingRule)."""
-    from perfci.confirm import analysis
-
-    rule = analysis.StoppingRule.spaced(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha,
-                                        min_effect_pct=cfg.min_effect_pct)
-
-    def decide(rounds, force: bool):
-        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force,
-                             common_mode=cfg.common_mode)
-        return look.confirmation, look.stop
-
-    return decide

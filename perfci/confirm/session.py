@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from perfci.bisect import gitops
-from perfci.bisect.commands import BenchSpec, bench_once, run_command
+from perfci import git, gitsession
+from perfci.benchcmd import BenchSpec, bench_once, run_command
 from perfci.errors import PerfciError
 from perfci.results import read_results
 
@@ -100,23 +100,23 @@ def run(cfg: ConfirmConfig, progress: Progress,
     ``decide(rounds, force) -> (judgement or None, stop)`` is called after every
     round; ``force`` asks for a judgement now (the budget ran out).
     """
-    repo = gitops.open_repo(cfg.repo_path)
-    journal_path = gitops.state_dir(repo) / JOURNAL
+    repo = git.open_repo(cfg.repo_path)
+    journal_path = git.state_dir(repo) / JOURNAL
     if journal_path.exists():
         raise PerfciError("an earlier perfci confirm did not finish; run 'perfci confirm --abort' to remove "
                           "its worktrees")
-    base_sha = gitops.resolve(repo, cfg.base, "BASE")
-    cur_sha = gitops.resolve(repo, cfg.cur, "CUR")
+    base_sha = git.resolve(repo, cfg.base, "BASE")
+    cur_sha = git.resolve(repo, cfg.cur, "CUR")
     if base_sha == cur_sha:
         raise PerfciError(f"BASE {cfg.base} and CUR {cfg.cur} are the same commit {base_sha[:12]}: "
                           f"nothing to confirm")
-    branch, head = gitops.current_position(repo)
-    journal = gitops.Journal(journal_path, f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}", "worktrees",
+    branch, head = git.current_position(repo)
+    journal = gitsession.Journal(journal_path, f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}", "worktrees",
                              branch, head, arguments=cfg.arguments)
     journal.save()
     try:
-        base_path, cur_path = gitops.add_worktrees(repo, 2, base_sha, journal)
-        gitops.checkout_in(cur_path, cur_sha)
+        base_path, cur_path = gitsession.add_worktrees(repo, 2, base_sha, journal)
+        git.checkout_in(cur_path, cur_sha)
         sides = (Side("base", cfg.base, base_sha, base_path), Side("cur", cfg.cur, cur_sha, cur_path))
         for side in sides:
             _build(cfg, side)
@@ -130,17 +130,35 @@ def run(cfg: ConfirmConfig, progress: Progress,
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
         return judgement, rounds, sides
     finally:
-        gitops.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal
+        gitsession.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal
 
 
-def abort(repo_path: Path) -> gitops.Journal:
+def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool], tuple[object, bool]]:
+    """The ``decide`` of :func:`run`: judgements only at a few pre-set looks, each at a share of alpha.
+
+    See :class:`perfci.confirm.analysis.StoppingRule`.
+    """
+    from perfci.confirm import analysis
+
+    rule = analysis.StoppingRule.spaced(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha,
+                                        min_effect_pct=cfg.min_effect_pct)
+
+    def decide(rounds: Rounds, force: bool) -> tuple[object, bool]:
+        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force,
+                             common_mode=cfg.common_mode)
+        return look.confirmation, look.stop
+
+    return decide
+
+
+def abort(repo_path: Path) -> gitsession.Journal:
     """Remove the worktrees of a confirm that was killed."""
-    repo = gitops.open_repo(repo_path)
-    path = gitops.state_dir(repo) / JOURNAL
+    repo = git.open_repo(repo_path)
+    path = git.state_dir(repo) / JOURNAL
     if not path.exists():
         raise PerfciError("no unfinished perfci confirm here: nothing to abort")
-    journal = gitops.Journal.load(path)
-    gitops.restore_tree(repo, journal)
+    journal = gitsession.Journal.load(path)
+    gitsession.restore_tree(repo, journal)
     return journal
 
 

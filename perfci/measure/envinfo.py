@@ -129,17 +129,15 @@ def git_sha(path: str | None = None) -> str:
     ``$PERFCI_GIT_SHA``, when the caller sets it, says which commit it was.
     "" otherwise, or when gitpython is missing; never raises.
     """
+    from perfci.git import checkout_sha
+
     given = os.environ.get("PERFCI_GIT_SHA", "").strip()
     try:
-        import git  # type: ignore[import-not-found]
-
         # A worker runs in a folder of its own; the runner names the checkout it measures.
         where = path or os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()
-        repo = git.Repo(where, search_parent_directories=True)
-        sha = repo.head.commit.hexsha
-        return sha + "-dirty" if repo.is_dirty(untracked_files=False) else sha
-    except Exception:
+    except OSError:  # the current directory was deleted
         return given
+    return checkout_sha(where) or given
 
 
 def _cpu_name() -> str:

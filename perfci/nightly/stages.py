@@ -8,27 +8,26 @@ results mean is decided in :mod:`perfci.nightly.core`.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import shlex
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import ContextManager
 
+from perfci import git
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
-from perfci.nightly.state import Night, commit_known, git
+from perfci.nightly.state import Night
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
 CHECKOUT_LOCK = "perfci-nightly.lock"  # in the repository's common git dir, shared by its worktrees
 
 
-@contextlib.contextmanager
-def checkout_lock(n: Night):
+def checkout_lock(n: Night) -> ContextManager[None]:
     """Hold the checkout for confirm or bisect: one of them at a time per repository.
 
     Each keeps a journal of one session in the repository (to put it back after a
@@ -36,22 +35,9 @@ def checkout_lock(n: Night):
     checkout (two suites side by side, a Slurm verdict job per suite) would fail
     one confirm or bisect as bad input. They wait for each other instead.
     """
-    from filelock import FileLock
-
-    common = git(n.repo_root, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    if not common:
-        raise PerfciError(f"--repo {n.cfg.repo}: git cannot find its repository directory")
-    lock = FileLock(str(Path(common) / CHECKOUT_LOCK))
-    try:
-        lock.acquire(timeout=0)
-    except TimeoutError:  # filelock.Timeout is a TimeoutError
-        print(f"perfci nightly: waiting for another perfci nightly's confirm or bisect in {n.repo_root}",
-              file=sys.stderr, flush=True)
-        lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
+    return git.common_dir_lock(n.repo_root, CHECKOUT_LOCK,
+                               f"perfci nightly: waiting for another perfci nightly's confirm or bisect "
+                               f"in {n.repo_root}")
 
 
 # --------------------------------------------------------------------------- 2. baseline (compare)
@@ -176,8 +162,8 @@ def confirm(n: Night) -> tuple[str, str]:
         return core.SKIPPED, "nothing to confirm: compare called no case regressed or inconclusive"
     if n.repo_root is None:
         return core.SKIPPED, f"--repo {n.cfg.repo} is not a git repository"
-    problem = core.good_sha_problem(n.good_sha, n.sha, commit_known(n.repo_root, n.good_sha),
-                                    commit_known(n.repo_root, n.sha))
+    problem = core.good_sha_problem(n.good_sha, n.sha, git.commit_known(n.repo_root, n.good_sha),
+                                    git.commit_known(n.repo_root, n.sha))
     if problem:
         return core.SKIPPED, problem
     data = to_dict(n.comparison)
@@ -263,7 +249,7 @@ def bisect(n: Night) -> tuple[str, str]:
         return core.OK, f"{label}: no culprit ({report.get('status', '?')}: {report.get('message', '')})"
     c = report["culprit"]
     sha = str(c.get("sha", ""))
-    diffstat = str(c.get("diffstat") or "") or (git(n.repo_root, "show", "--stat", "--format=", sha) or "")
+    diffstat = str(c.get("diffstat") or "") or (git.query(n.repo_root, "show", "--stat", "--format=", sha) or "")
     n.culprit = core.Culprit(sha, str(c.get("subject", "")), diffstat)
     return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
 

@@ -1,4 +1,4 @@
-"""What a night knows: its configuration, and the state its stages fill in; git helpers.
+"""What a night knows: its configuration, and the state its stages fill in.
 
 :class:`Night` is mutable while the stages run (:mod:`perfci.nightly.tonight`,
 :mod:`perfci.nightly.stages`) and is frozen into a :class:`perfci.nightly.core.Outcome`
@@ -6,7 +6,6 @@ at the end.
 """
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,19 +75,3 @@ class Night:
             confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
             strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files))
-
-
-# --------------------------------------------------------------------------- git
-
-
-def git(repo: Path, *args: str) -> str | None:
-    """``git -C repo ARGS`` stdout, stripped; None when it fails."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def commit_known(repo: Path | None, sha: str) -> bool:
-    return bool(repo and sha) and git(repo, "cat-file", "-e", f"{core.strip_dirty(sha)}^{{commit}}") is not None

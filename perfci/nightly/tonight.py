@@ -8,11 +8,12 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from perfci import git
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Night, git
+from perfci.nightly.state import Night
 
 
 # --------------------------------------------------------------------------- 1. tonight
@@ -25,9 +26,8 @@ def tonight(n: Night) -> tuple[str, str]:
     cfg = n.cfg
     if not cfg.repo.is_dir():
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
-    top = git(cfg.repo, "rev-parse", "--show-toplevel")
-    n.repo_root = Path(top) if top else None
-    n.head = (git(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
+    n.repo_root = git.toplevel(cfg.repo)
+    n.head = (git.query(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
     where = project_root(n.repo_root or cfg.repo)
     loaded = load_suite(cfg.suite, where)
     n.suite = loaded.name
@@ -135,8 +135,7 @@ def _measure(n: Night, where: Path) -> str:
              "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
     env = dict(os.environ)
     if n.head:  # the worker reads no sha from its own directory; say which commit this is
-        env["PERFCI_GIT_SHA"] = n.head + ("-dirty" if git(where, "status", "--porcelain",
-                                                            "--untracked-files=no") else "")
+        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
     child = run_perfci(words, where, env)
     expect(child, (0, 1))  # 1: some case broke, which the gate reports
     if not (cfg.out / "run.csv").is_file():

@@ -3,7 +3,7 @@
     python tests/bisect/fault_entry.py PHASE:SIGNAL -- <perfci bisect arguments>
     python tests/bisect/fault_entry.py PHASE:sleep -- <perfci bisect arguments>
 
-The first time the session reaches PHASE (one of ``perfci.bisect.gitops.PHASES``)
+The first time the session reaches PHASE (one of ``perfci.bisect.search.PHASES``)
 the process sends itself SIGNAL (SIGINT, SIGTERM, SIGKILL, ...), or sleeps for
 an hour so that a test can signal it from outside while it is in the phase. The
 fault fires once per process, so the restore that follows can finish.
@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's perfci, also when run by hand
 
 from perfci import cli  # noqa: E402
-from perfci.bisect.gitops import PHASES, Pause  # noqa: E402
+from perfci.bisect.search import PHASES  # noqa: E402
+from perfci.gitsession import Pause  # noqa: E402
 
 USAGE = "usage: fault_entry.py PHASE:SIGNAL|PHASE:sleep -- <perfci bisect arguments>"
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from perfci.bisect.gitops import PHASES
+from perfci.bisect.search import PHASES
 from tests.bisect.clihelp import bisect_argv, bisect_env, default_sigint, parse_json, perfci
 from tests.bisect.synth import git, snapshot
 

@@ -10,10 +10,11 @@ import pytest
 from tests.proc_util import wait_until_dead
 
 from perfci.bisect.core import Samples
-from perfci.bisect.metric import (
+from perfci.benchcmd import BenchSpec, bench_once, run_command
+from perfci.benchmetric import (
     MetricError, MetricSpec, extract, from_csv, from_json, from_regex, last_number, out_path_from_command,
 )
-from perfci.bisect.commands import BenchSpec, Cache, bench_once, run_command
+from perfci.bisect.cache import Cache
 
 CSV = """kernel,shape,dtype,median_us,repeats_us,status
 matmul_tiled,4096x4096x4096,fp16,812.5,812.5;813.0,ok

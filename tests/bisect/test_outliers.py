@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from perfci.bisect import gitops
+from perfci import git as perfci_git
 from perfci.bisect.core import Verdict
 from perfci.bisect.session import GitMarks
 from tests.bisect import simulate
@@ -100,7 +100,7 @@ def test_bad_is_measured_again_before_it_is_named_itself():
 def test_git_bisect_is_told_again_when_a_verdict_changes(tmp_path):
     h = make_history(tmp_path / "repo", 6, 3)
     git(h.path, "bisect", "start", "--no-checkout", h.bad, h.good)
-    marks = GitMarks(gitops.open_repo(h.path), ["start", "--no-checkout"], h.good, h.bad)
+    marks = GitMarks(perfci_git.open_repo(h.path), False, h.good, h.bad)
     c1, c2, c4 = h.commits[0], h.commits[1], h.commits[3]
     marks([(c4, Verdict.BAD), (c1, Verdict.GOOD)])
     head = git(h.path, "rev-parse", "HEAD")

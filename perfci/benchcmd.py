@@ -1,7 +1,8 @@
-"""Running build and bench commands, and remembering what they measured.
+"""Running a build or bench command, and reading one bench run's metric (``perfci bisect``, ``perfci confirm``).
 
 Every command runs in its own session (process group), so a timeout or a
-Ctrl-C kills the whole tree it started, not just the shell at its top.
+Ctrl-C kills the whole tree it started, not just the shell at its top. Where
+the metric is in a run's output is :mod:`perfci.benchmetric`'s business.
 """
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from perfci.bisect.core import Samples
-from perfci.bisect.metric import MetricError, MetricSpec, extract
-from perfci.files import atomic_write_text
+from perfci.benchmetric import MetricError, MetricSpec, extract
 from perfci.procs import kill_process_group
 
 _KILL_GRACE_S = 2.0
@@ -124,39 +123,3 @@ def bench_once(spec: BenchSpec, cwd: Path, env: Mapping[str, str]) -> RunOutcome
         return RunOutcome(extract(spec.metric, result.stdout, cwd))
     except MetricError as err:
         return RunOutcome(None, str(err))
-
-
-class Cache:
-    """Samples per (commit, bench, build, metric), kept across runs in one JSON file.
-
-    Written after every commit (temp file + rename), so a crash loses at most
-    the commit in flight.
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._entries: dict[str, dict] = {}
-        if path.is_file():
-            try:
-                self._entries = json.loads(path.read_text())
-            except (ValueError, OSError):
-                self._entries = {}  # a torn or foreign file only costs re-measuring
-
-    def get(self, key: str) -> Samples:
-        with self._lock:
-            entry = self._entries.get(key)
-        if not entry:
-            return Samples()
-        return Samples(tuple(float(v) for v in entry.get("values", ())), int(entry.get("failures", 0)))
-
-    def build_failed(self, key: str) -> str | None:
-        with self._lock:
-            return (self._entries.get(key) or {}).get("build_error")
-
-    def put(self, key: str, sha: str, samples: Samples, build_error: str | None = None) -> None:
-        with self._lock:
-            self._entries[key] = {"sha": sha, "values": list(samples.values), "failures": samples.failures,
-                                  "build_error": build_error}
-            # Written under the lock: two --jobs threads must not land out of order.
-            atomic_write_text(self.path, json.dumps(self._entries, indent=1))
