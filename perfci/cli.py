@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from perfci.measure import cli as run_cli
     from perfci.merge import cli as merge_cli
     from perfci.nightly import cli as nightly_cli
+    from perfci.project import cli as config_cli
 
     parser = _Parser(
         prog="perfci",
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"perfci {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (run_cli, merge_cli, compare_cli, confirm_cli, bisect_cli, history_cli, compile_cli,
-                   nightly_cli):
+                   nightly_cli, config_cli):
         module.add_parser(sub)
     return parser
 

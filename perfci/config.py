@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from perfci.errors import PerfciError
 
@@ -205,8 +205,13 @@ def _legacy_root(start: Path | None) -> Path:
     return Path(__file__).resolve().parents[1]  # perfci/config.py -> the checkout perfci came from
 
 
-def render_config(config: ProjectConfig) -> str:
-    """What ``perfci config`` prints: every value in force and where it came from."""
+def render_config(config: ProjectConfig, kernels: Sequence[tuple[str, str, str]] = (),
+                  problems: Sequence[str] = ()) -> str:
+    """What ``perfci config`` prints: every value in force and where it came from.
+
+    ``kernels``: (name, where it is declared, what it hides or "") per registered name;
+    ``problems``: installed kernel libraries that failed to load, one line each.
+    """
     def shown(value: Any) -> str:
         if value is None or value == () or value == {}:
             return "(not set)"
@@ -216,9 +221,21 @@ def render_config(config: ProjectConfig) -> str:
             return ", ".join(f"{k} = {v}" for k, v in sorted(value.items()))
         return str(value)
 
-    lines = [f"project root: {config.root}",
-             f"read from:    {config.file if config.file else '(no perfci.toml or [tool.perfci]: defaults)'}"]
+    if config.file is None:
+        source = "(no perfci.toml or [tool.perfci]: defaults)"
+    else:
+        source = f"{config.file}" + (" [tool.perfci]" if config.file.name == PYPROJECT else "")
+    lines = [f"project root: {config.root}", f"read from:    {source}"]
     width = max(len(k) for k in KEYS)
+    values = {key: shown(getattr(config, key)) for key in KEYS}
+    column = max(len(v) for v in values.values())
     for key in KEYS:
-        lines.append(f"  {key:<{width}}  {shown(getattr(config, key))}    [{config.origin(key)}]")
+        lines.append(f"  {key:<{width}}  {values[key]:<{column}}  [{config.origin(key)}]")
+    if kernels:
+        lines.append("kernels in force (a suite may also name package.module:object):")
+        width = max(len(name) for name, _, _ in kernels)
+        for name, module, hides in kernels:
+            lines.append(f"  {name:<{width}}  {module}" + (f"  (shadows {hides})" if hides else ""))
+    for problem in problems:
+        lines.append(f"kernel library not loaded: {problem}")
     return "\n".join(lines) + "\n"
