@@ -3,7 +3,6 @@ spilling; the resource parsers on real compiler output; a kernel made to spill e
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from perfci.compile.arches import ARCHES, amd_occupancy, nvidia_occupancy, parse_arches
 from perfci.compile.plan import Launch, Ptr
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
+from tests.compile.procs import compiler_env
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "compile"
 ALL = tuple(ARCHES.values())
@@ -30,11 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _compiler_env() -> dict:
-    # Compiling needs Triton's real JIT: a fresh process without the interpreter the rest of
-    # the test session runs the kernels under (tests/conftest.py sets TRITON_INTERPRET=1).
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    return env
+    return compiler_env()
 
 
 def run_compile(argv, capsys=None):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from perfci.compile.diff import RULE, diff
 from perfci.compile.render_diff import markdown, table
 from perfci.compile.render_diff import to_json as diff_json
 from perfci.errors import PerfciError
+from tests.compile.procs import compiler_env
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "compile"
@@ -31,10 +31,8 @@ SPLITK = ("splitk_decode", "16x6144x4096", "bf16")
 
 
 def cli(*argv: str):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-m", "perfci", "compile", *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+                          env=compiler_env(), cwd=ROOT, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 
 

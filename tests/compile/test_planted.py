@@ -16,12 +16,13 @@ And the table's config compiled again without the cache: the same file, an empty
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.compile.procs import compiler_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FILTER = "kernel=matmul_tiled[epilogue=bias_gelu],dtype=bf16"
@@ -53,9 +54,7 @@ for name, (arch, config) in plants.items():
 
 
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    return env
+    return compiler_env()
 
 
 @pytest.fixture(scope="module")

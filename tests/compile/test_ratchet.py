@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from perfci.compile.ratchet import behind, changes_by_case, markdown
+from tests.compile.procs import CACHE, compiler_env
 from tests.nightly.conftest import FAST, make_repo, measured, perfci, read_rows, verdict, write_rows  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,9 +29,7 @@ GEMV = ("gemv", "1x1024x6144", "bf16")
 
 
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "PERFCI_DEBUG")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
+    return compiler_env()
 
 
 def run(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -101,8 +99,7 @@ def test_compare_refuses_what_is_not_a_compile_diff(tmp_path):
 def test_a_night_carries_the_compile_diff_and_keeps_its_exit_code(tmp_path, measured):  # noqa: F811
     repo = make_repo(tmp_path / "repo")
     baselines = tmp_path / "compile"
-    made = run("compile", "suites/tiny.toml", "--arch", "gfx950", "--out", str(baselines), "--cache",
-               str(tmp_path / "cache"), cwd=repo)
+    made = run("compile", "suites/tiny.toml", "--arch", "gfx950", "--out", str(baselines), cwd=repo)
     assert made.returncode == 0, made.stderr
     # The baseline had one more wave per SIMD on the first case: tonight reads it as lost occupancy.
     path = baselines / "tiny-gfx950.json"
@@ -110,8 +107,9 @@ def test_a_night_carries_the_compile_diff_and_keeps_its_exit_code(tmp_path, meas
     occ = data["cases"][0]["kernels"][0]["occupancy"]
     occ["value"] += 1
     path.write_text(json.dumps(data))
+    cache = {"PERFCI_CACHE": str(CACHE)}
     proc = perfci(repo, "nightly", "suites/tiny.toml", "--out", str(tmp_path / "out"), *FAST, "--run",
-                  str(measured), "--baseline", str(measured), "--compile-baseline", str(baselines))
+                  str(measured), "--baseline", str(measured), "--compile-baseline", str(baselines), env=cache)
     assert proc.returncode == 0, proc.stderr
     assert "perfci nightly: compile: 1 case(s) worse than" in proc.stderr
     v = verdict(tmp_path / "out")
@@ -125,7 +123,7 @@ def test_a_night_carries_the_compile_diff_and_keeps_its_exit_code(tmp_path, meas
     # A compile baseline that cannot be read: a line in the reports, the night as it was.
     path.write_text("{")
     proc = perfci(repo, "nightly", "suites/tiny.toml", "--out", str(tmp_path / "broken"), *FAST, "--run",
-                  str(measured), "--baseline", str(measured), "--compile-baseline", str(baselines))
+                  str(measured), "--baseline", str(measured), "--compile-baseline", str(baselines), env=cache)
     assert proc.returncode == 0, proc.stderr
     v = verdict(tmp_path / "broken")
     assert v["exit_code"] == 0 and "not JSON" in v["compile"]["error"]
@@ -133,5 +131,5 @@ def test_a_night_carries_the_compile_diff_and_keeps_its_exit_code(tmp_path, meas
 
     # Not a directory: bad input before the night starts.
     proc = perfci(repo, "nightly", "suites/tiny.toml", "--out", str(tmp_path / "none"), *FAST, "--run",
-                  str(measured), "--compile-baseline", str(tmp_path / "nowhere"))
+                  str(measured), "--compile-baseline", str(tmp_path / "nowhere"), env=cache)
     assert proc.returncode == 2 and "--compile-baseline" in proc.stderr and not (tmp_path / "none").exists()
