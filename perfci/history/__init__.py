@@ -6,6 +6,10 @@ Layout (pure core, IO at the edge, as in :mod:`perfci.compare`):
   a case's series) and the pure functions that build series from runs.
 * :mod:`perfci.history.store` -- the store on disk: a directory with a versioned
   manifest and one results CSV per run; ``add`` and ``load``.
+* :mod:`perfci.history.nights` -- what one night of one case is worth: its level, in time
+  or in cycles, and that level's variance (pure).
+* :mod:`perfci.history.clockspace` -- which space each case is judged in: cycles where
+  its clock explains its nightly spread, time otherwise (pure).
 * :mod:`perfci.history.changepoints` -- change points in one case's series (pure).
 * :mod:`perfci.compare.pooled` -- ``perfci compare STORE CUR``: tonight against
   the last K nights, with each case's between-night spread (pure).

@@ -10,7 +10,9 @@ How, and why this way
   them as if they were would call every night-to-night wobble a change. Each
   night contributes one value: with its repeats, its level (the mean of its
   fastest half, in log time: :mod:`perfci.history.nights` says why), else the
-  value given (the median).
+  value given (the median). ``history check`` passes levels in the space the
+  case is judged in (:mod:`perfci.history.clockspace`: cycles where its clock
+  explains its nightly spread) to :func:`detect_levels`.
 * **Spikes are pulled in first.** A night further than ``clip_sd`` robust
   standard deviations from the running median of its five neighbours is
   clipped to that distance. The running median follows a step (two nights on

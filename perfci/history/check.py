@@ -78,6 +78,7 @@ def change_rows(result: CheckResult) -> list[dict]:
 def _space_fields(j: JudgedSeries) -> dict:
     """Which space a case was judged in, and why (before/after_us are µs at reference_mhz in cycles)."""
     return {"space": j.space, "clock_exponent": None if j.exponent is None else round(j.exponent, 3),
+            "roofline_exponent": None if j.roofline_exponent is None else round(j.roofline_exponent, 3),
             "reference_mhz": None if j.reference_mhz is None else round(j.reference_mhz, 1),
             "spread_time_pct": round(100.0 * j.spread_time, 3),
             "spread_cycles_pct": None if j.spread_cycles is None else round(100.0 * j.spread_cycles, 3),

@@ -67,35 +67,71 @@ class JudgedNight:
     log_clock: float | None  # the log clock its level was moved by; None in TIME
 
 
+def _log_clocks(clocks_mhz: Sequence[float | None]) -> list[float]:
+    return [math.log(c) for c in clocks_mhz if c is not None and math.isfinite(c) and c > 0]
+
+
+def night_clock(clocks_mhz: Sequence[float | None], *, limited: bool = False,
+                run_clock_mhz: float | None = None) -> float | None:
+    """The log clock a night's level moves by: its repeats' median clock, or under a power limit the run's."""
+    if limited:
+        ok = run_clock_mhz is not None and math.isfinite(run_clock_mhz) and run_clock_mhz > 0
+        return math.log(run_clock_mhz) if ok else None  # type: ignore[arg-type]
+    valid = _log_clocks(clocks_mhz)
+    return float(np.median(valid)) if valid else None
+
+
 def judged_night(log_repeats: Sequence[float], clocks_mhz: Sequence[float | None], exponent: float | None, *,
-                 limited: bool = False, run_clock_mhz: float | None = None) -> JudgedNight:
+                 limited: bool = False, run_clock_mhz: float | None = None,
+                 per_repeat: bool | None = None) -> JudgedNight:
     """A night's repeats and level in cycles, as far as its clocks allow; in time otherwise.
 
     CLOCKS_MHZ: per repeat (None, NaN or <= 0 where not read). EXPONENT: the
     case's clock exponent; None (unknown) or 0 keeps it in time. LIMITED: most
     repeats ran power- or thermal-capped; then the level moves by RUN_CLOCK_MHZ
     (the device's clock that run), never by the kernel's own, which a
-    power-hungry change lowers (no run clock: time).
+    power-hungry change lowers (no run clock: time). PER_REPEAT: whether each
+    repeat is moved by its own clock; None decides from this night alone (see
+    :func:`repeat_clocks_narrow`, which decides over many nights, more surely).
     """
     r = np.asarray(log_repeats, dtype=float)
-    valid = [math.log(c) for c in clocks_mhz if c is not None and math.isfinite(c) and c > 0]
-    if limited:
-        ok_run = run_clock_mhz is not None and math.isfinite(run_clock_mhz) and run_clock_mhz > 0
-        level_clock = math.log(run_clock_mhz) if ok_run else None  # type: ignore[arg-type]
-    else:
-        level_clock = float(np.median(valid)) if valid else None
+    valid = _log_clocks(clocks_mhz)
+    level_clock = night_clock(clocks_mhz, limited=limited, run_clock_mhz=run_clock_mhz)
     if not exponent or level_clock is None or r.size == 0:
         return JudgedNight(tuple(r.tolist()), night_level(r) if r.size else math.nan, TIME, None)
     e = float(exponent)
     moved = r + e * level_clock
-    if len(valid) == r.size == len(clocks_mhz):
+    if per_repeat is not False and len(valid) == r.size == len(clocks_mhz):
         c = np.asarray(valid)
-        per_repeat = moved + e * (c - np.median(c))
+        each = moved + e * (c - np.median(c))
         # Per-repeat clocks only where they explain the repeats' scatter: a clock read
         # badly, or flat while the times scatter, would add its own noise (compare's rule).
-        if stats.robust_spread(per_repeat) <= stats.robust_spread(r) * (1.0 + 1e-9):
-            return JudgedNight(tuple(per_repeat.tolist()), night_level(per_repeat), CYCLES, level_clock)
+        if per_repeat or stats.robust_spread(each) <= stats.robust_spread(r) * (1.0 + 1e-9):
+            return JudgedNight(tuple(each.tolist()), night_level(each), CYCLES, level_clock)
     return JudgedNight(tuple(moved.tolist()), night_level(moved), LEVEL_IN_CYCLES, level_clock)
+
+
+def repeat_clocks_narrow(nights: Sequence[tuple[Sequence[float], Sequence[float | None]]],
+                         exponent: float) -> bool | None:
+    """Whether per-repeat clocks narrow the repeats of these nights ((log repeats, clocks MHz) each).
+
+    Compare's rule pooled over nights: the mean robust spread of each night's
+    repeats moved by their own clocks against that in time. Seven repeats are
+    too few to decide it one night at a time (a MAD of 7 is uncertain by ~40%),
+    and a wrong choice either keeps a per-repeat clock jitter or adds a read
+    error. None when no night has a clock for every repeat.
+    """
+    with_clocks, in_time = [], []
+    for log_repeats, clocks in nights:
+        r = np.asarray(log_repeats, dtype=float)
+        valid = _log_clocks(clocks)
+        if r.size >= 2 and len(valid) == r.size == len(clocks):
+            c = np.asarray(valid)
+            with_clocks.append(stats.robust_spread(r + exponent * c))
+            in_time.append(stats.robust_spread(r))
+    if not with_clocks:
+        return None
+    return float(np.mean(with_clocks)) <= float(np.mean(in_time)) * (1.0 + 1e-9)
 
 
 def successive_spread(levels: Sequence[float]) -> float:
@@ -159,6 +195,11 @@ def huber_fit(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) 
     The first column must be the intercept. A few cases that really moved get
     weight ~c*sd/|residual|, so they cannot pull the fit far.
     """
+    return x @ huber_coefficients(x, y, c, rounds)
+
+
+def huber_coefficients(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) -> np.ndarray:
+    """The coefficients behind :func:`huber_fit`."""
     beta = np.zeros(x.shape[1])
     beta[0] = float(np.median(y))
     for _ in range(rounds):
@@ -173,4 +214,4 @@ def huber_fit(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) 
         beta = new
         if done:
             break
-    return x @ beta
+    return beta

@@ -9,7 +9,8 @@ reference clock, or time), and the axis says which. What is drawn:
   change points are searched on) with **that level's own interval** (bar: ±2 sd
   of a seeded bootstrap of the fastest-half mean,
   :func:`perfci.history.nights.level_var`), which holds the dot by construction;
-  the repeats themselves as faint ticks in the same space;
+  the repeats themselves as faint ticks in the same space; a night without a
+  clock in a case judged in cycles as a hollow dot (its level is placed, not read);
 * each level between change points (the median of its nights, a line);
 * the noise band around each level: +-2 robust standard deviations of the
   nightly levels around their own level, pooled over the levels: where a
@@ -93,6 +94,9 @@ def trend_png(series: CaseSeries, detection: Detection, subtitle: str = "", dpi:
         ax.plot(rx, ry, "_", ms=5, color="0.7", label="repeats", zorder=1)
         ax.errorbar(x, level, yerr=yerr, fmt="o", ms=3.5, color="black", ecolor="0.35", elinewidth=0.9,
                     capsize=2, zorder=3, label="night: mean of fastest half (bar: its ±2 sd interval)")
+        if judged.placed:
+            ax.plot(list(judged.placed), level[list(judged.placed)], "o", ms=5.5, mfc="white", mec="tab:orange",
+                    zorder=4, label="no clock: placed within its time's range, nearest its neighbours")
         for c in detection.changes:
             ax.axvline(c.index - 0.5, color="tab:red", ls="--", lw=1.0)
             ax.annotate(f"{100 * (c.ratio - 1):+.1f}%", (c.index - 0.5, 1.0), xycoords=("data", "axes fraction"),
