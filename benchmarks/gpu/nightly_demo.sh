@@ -20,6 +20,8 @@
 #   CULPRIT       which of them plants (default 3) JOBS     bisect --jobs (default 2)
 #   BASELINE_DIR  (default baselines/h200)         DEVICE   auto (default) or cpu
 #   N1_TIMEOUT, N2_TIMEOUT  seconds for a clean night and for night N (default 200, 370)
+#   CONFIRM_ARGS, BISECT_ARGS  the nightly's --confirm-args / --bisect-args from night 2 on
+#                 (default "--budget 100 --max-rounds 12", "--repeats 5 --max-repeats 5")
 #
 # Usage, from the repository root:  bash benchmarks/gpu/nightly_demo.sh
 # Outputs in $OUT/r: nN/SUITE/ (the nightly's files: verdict.json, summary.md, issue.md, ...),
@@ -33,6 +35,7 @@ source benchmarks/gpu/plants.sh
 SUITES=${SUITES:-"decode prefill"}; DEVICE=${DEVICE:-auto}; JOBS=${JOBS:-2}; NIGHTS=${NIGHTS:-2}
 PLANT=${PLANT:-gemv-tile}; COMMITS=${COMMITS:-5}; CULPRIT=${CULPRIT:-3}
 BASELINE_DIR=${BASELINE_DIR:-baselines/h200}; N1_TIMEOUT=${N1_TIMEOUT:-200}; N2_TIMEOUT=${N2_TIMEOUT:-370}
+CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 100 --max-rounds 12"}; BISECT_ARGS=${BISECT_ARGS:-"--repeats 5 --max-repeats 5"}
 (( NIGHTS >= 2 )) || { echo "nightly_demo: NIGHTS must be 2 or more" >&2; exit 2; }
 [[ $DEVICE == cpu ]] && export TRITON_INTERPRET=1 || export TRITON_INTERPRET=0
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -69,7 +72,9 @@ night() {  # night N SUITE [nightly option ...]: one suite's night, a GPU per su
   for n in $(seq 2 $((NIGHTS - 1))); do
     echo "night $n" >> NOTES.md && git add NOTES.md && git commit -qm "docs: before night $n"
     echo "== night $n at $(git rev-parse --short HEAD), against the store"
-    for suite in $SUITES; do night "$n" "$suite" & done
+    for suite in $SUITES; do
+      night "$n" "$suite" --confirm-args "$CONFIRM_ARGS" --bisect-args "$BISECT_ARGS" &
+    done
     wait
   done
   for i in $(seq "$COMMITS"); do
@@ -82,8 +87,7 @@ night() {  # night N SUITE [nightly option ...]: one suite's night, a GPU per su
   git log --oneline | head -$((COMMITS + 2))
   echo "== night $NIGHTS at $(git rev-parse --short HEAD), against the store"
   for suite in $SUITES; do
-    night "$NIGHTS" "$suite" --confirm-args "--budget 100 --max-rounds 12" \
-      --bisect-args "--repeats 5 --max-repeats 5" &
+    night "$NIGHTS" "$suite" --confirm-args "$CONFIRM_ARGS" --bisect-args "$BISECT_ARGS" &
   done
   wait
   echo "== the demo tree afterwards"
