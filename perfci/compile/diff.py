@@ -128,8 +128,12 @@ def kernel_changes(base: KernelReport | None, cur: KernelReport | None, arch: st
             return 0 if field in ("spills", "scratch_bytes") else None
         return getattr(k, field)
 
+    # AMD's unified count (VGPRs + AGPRs) says nothing the VGPRs do not when neither side has AGPRs.
+    no_agprs = base is not None and cur.vgprs is not None and not base.agprs and not cur.agprs
     for field in REPORTED:
         b, c = value(base, field), value(cur, field)
+        if field == "registers" and no_agprs:
+            continue
         if base is not None and b is not None and c is not None and b != c:
             out.append(Change(name, field, b, c, ""))
     for field in ("spills", "scratch_bytes"):
