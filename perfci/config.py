@@ -16,7 +16,8 @@ project root; relative paths in the file are relative to it::
 
 A perfci.toml holds the same keys at its top level. No file: the defaults,
 with the root found as before configuration existed (a checkout with
-``kernels/__init__.py`` and ``suites/``, else perfci's own checkout).
+``kernels/__init__.py`` and ``suites/``, whose ``kernels/backends.py`` is then
+its kernel module; else perfci's own checkout, with the installed kernels).
 :class:`ProjectConfig` is plain data; ``origins`` says where each value came
 from, which ``perfci config`` prints.
 """
@@ -107,8 +108,14 @@ def load_config(start: str | os.PathLike | None = None) -> ProjectConfig:
     else:
         path = find_config_file(chosen)
     if path is None:
-        root = _legacy_root(chosen)
-        return ProjectConfig(root=root, file=None, suites=root / "suites", baselines=root / "baselines")
+        root, laid_out = _legacy_root(chosen)
+        # A checkout laid out as perfci's own (forks, and the test repositories
+        # built from it) measures its kernels/backends.py, as it did before
+        # configuration existed; anywhere else the installed libraries serve.
+        own = laid_out and (root / "kernels" / "backends.py").is_file()
+        return ProjectConfig(root=root, file=None, suites=root / "suites", baselines=root / "baselines",
+                             kernels=("kernels.backends",) if own else (),
+                             origins={"kernels": "default: a checkout laid out as perfci's"} if own else {})
     return parse_config(_read_table(path), path)
 
 
@@ -191,8 +198,9 @@ def _parse(text: str, path: Path) -> dict:
         raise PerfciError(f"{path}: not valid TOML ({str(err).splitlines()[0]})") from None
 
 
-def _legacy_root(start: Path | None) -> Path:
-    """A checkout with ``kernels/__init__.py`` and ``suites/`` above ``start``, else perfci's own.
+def _legacy_root(start: Path | None) -> tuple[Path, bool]:
+    """(root, laid out as perfci's): a checkout with ``kernels/__init__.py`` and ``suites/``
+    above ``start``, else (perfci's own checkout, False).
 
     Looking upward first means that, inside ``perfci bisect``, a revision of a
     repository laid out as perfci's is measured with its own kernels rather
@@ -201,8 +209,8 @@ def _legacy_root(start: Path | None) -> Path:
     here = Path(start or os.getcwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / "kernels" / "__init__.py").is_file() and (candidate / "suites").is_dir():
-            return candidate
-    return Path(__file__).resolve().parents[1]  # perfci/config.py -> the checkout perfci came from
+            return candidate, True
+    return Path(__file__).resolve().parents[1], False  # perfci/config.py -> the checkout perfci came from
 
 
 def render_config(config: ProjectConfig, kernels: Sequence[tuple[str, str, str]] = (),

@@ -66,9 +66,13 @@ def test_the_search_stops_at_the_repository_top(tmp_path):
 
 def test_no_configuration_means_the_defaults(tmp_path):
     top = repo(tmp_path, {"kernels/__init__.py": "", "suites/s.toml": ""})
-    config = load_config(top)
+    config = load_config(top / "suites")
     assert config.file is None and config.kernels == ()
     assert config.root == top.resolve() and config.suites == top.resolve() / "suites"
+    # A checkout laid out as perfci's own measures its own kernels/backends.py.
+    (top / "kernels" / "backends.py").write_text("BACKENDS = []\n")
+    config = load_config(top)
+    assert config.kernels == ("kernels.backends",) and config.origin("kernels").startswith("default")
 
 
 @pytest.mark.parametrize("table, fragment", [
