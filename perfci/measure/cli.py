@@ -10,8 +10,6 @@ from dataclasses import replace
 from perfci.console import Console
 from perfci.errors import EXIT_OK, EXIT_REGRESSION, PerfciError
 from perfci.files import check_writable
-from perfci.measure.render import progress_line
-from perfci.model import CaseResult
 
 DESCRIPTION = """\
 Measure every case of SUITE in a worker process (a case that crashes, hangs or
@@ -143,6 +141,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"{case.label}\t{case.shape}\t{case.dtype}\t{case.group}")
         return EXIT_OK
 
+    from perfci.measure.recording import record_cases
     from perfci.measure.runner import CaseRunner, RunOptions
 
     if not (args.poll_ms >= 0 and args.poll_ms < 10_000):
@@ -159,7 +158,11 @@ def main(args: argparse.Namespace) -> int:
         runner.options = replace(options, device=device,
                                  warmup_min_s=0.1 if device == "cuda" else 0.05,
                                  warmup_max_s=1.5 if device == "cuda" else 0.5)
-        results, env = _measure(runner, suite.name, cases, args.out, args.log_json, placed)
+        console = Console(total=len(cases))
+        try:
+            results, env = record_cases(runner, suite.name, cases, args.out, console, args.log_json, placed)
+        finally:
+            console.close()
     _print_summary(results, env, suite.name, args.format, args.out)
     broken = [r for r in results if r.status in ("fail", "error", "timeout")]
     if not any(r.status == "ok" for r in results):
@@ -179,64 +182,6 @@ def _check_log_path(path: str) -> None:
             pass
     except OSError as err:
         raise PerfciError(f"--log-json {path}: cannot write ({err.strerror})") from None
-
-
-def _measure(runner, suite_name, cases, out_path, log_path=None, placed=None):
-    """Run the cases; the CSV is rewritten after each one. Returns (results, environment).
-
-    ``placed``: each case key's shard, case_index and selection cells.
-    """
-    import json
-
-    from perfci.measure.runner import fallback_environment, gpu_lock
-    from perfci.model import Environment
-    from perfci.results import result_to_row, write_results
-    from perfci.roofline import ceiling_for
-
-    results: list[CaseResult] = []
-    rows: list[dict[str, str]] = []
-    env_holder: dict[str, Environment] = {}
-    if log_path:
-        open(log_path, "w").close()  # one run per log, not an accumulation
-    console = Console(total=len(cases))
-    shown: set[str] = set()
-
-    def on_start(index, spec):
-        console.describe(f"{spec.label} {spec.shape} {spec.dtype}")
-
-    def on_done(index, result, raw):
-        env = env_holder.get("env")
-        if env is None and raw.get("env"):
-            env = env_holder["env"] = Environment(**raw["env"])
-        if env is None:
-            env = fallback_environment(options.device)
-        peaks = ceiling_for(env.arch, result.spec.dtype)
-        row = result_to_row(result, env, suite_name, *(peaks or (None, None)),
-                            placement=(placed or {}).get(result.spec.key))
-        results.append(result)
-        rows.append(row)
-        write_results(out_path, rows)  # after every case: an interrupted run keeps what it measured
-        if log_path:
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"kernel": row["kernel"], "shape": row["shape"], "dtype": row["dtype"],
-                                      **{k: v for k, v in raw.items() if k != "env"}}) + "\n")
-        for note in raw.get("hold_notes", ()):
-            if note not in shown:  # a changed method is said once, never silently
-                shown.add(note)
-                console.note(f"perfci run: {note}")
-        console.line(progress_line(index, len(cases), result))
-        console.advance()
-
-    options = runner.options
-    lock = gpu_lock(options.lock_timeout_s, console.note) if options.device == "cuda" else None
-    try:
-        runner.run(cases, on_done, on_start)
-    finally:
-        console.close()
-        if lock is not None:
-            lock.release()
-    env = env_holder.get("env") or fallback_environment(options.device)
-    return results, env
 
 
 def _print_summary(results, env, suite_name, fmt, out_path) -> None:
