@@ -20,6 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "baselines" / "cpu" / "smoke.csv"
+# The smoke suite's run takes 1.5-4 minutes on a 2-core machine (the README's first command runs it too).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 # Three times slower is beyond the cpu profile's 75% floor by far.
 SLOWDOWN = 3.0
 

@@ -31,12 +31,14 @@ def _verdict(res, key):
     return next(c for c in res.cases if c.key == key)
 
 
+@pytest.mark.slow  # 200 simulated suites
 def test_quick_aa_false_alarm_share():
     # 200 whole-suite A/A comparisons under ±14% clock swings: goal <= 1%, assert <= 2%.
     alarms = sum(compare(*simulate_pair(CFG, seed=s)).regressed for s in range(200))
     assert alarms / 200 <= 0.02
 
 
+@pytest.mark.slow  # 200 simulated suites
 def test_quick_power_5pct_off_ridge():
     # Planted 5% slowdowns on cases outside the near-ridge band: >= 90% found.
     found = total = 0

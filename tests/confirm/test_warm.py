@@ -59,6 +59,7 @@ def repo(tmp_path):
     return path
 
 
+@pytest.mark.slow  # a live confirm of 3 rounds: 30-100 s
 def test_identical_kernels_are_not_confirmed_slower_and_the_tree_is_untouched(repo):
     """Two commits with the same kernels, measured live: not confirmed slower, 3 ABBA rounds, tree untouched.
 
@@ -78,6 +79,7 @@ def test_identical_kernels_are_not_confirmed_slower_and_the_tree_is_untouched(re
     assert git(repo, "worktree", "list").count("\n") == 0
 
 
+@pytest.mark.slow  # a live confirm of 3 rounds: 30-100 s
 def test_each_revision_is_measured_with_its_own_kernels(repo):
     # CUR's GEMV returns twice the product: its correctness check fails there and only there,
     # which it could not if the worker imported kernels/ from anywhere but CUR's worktree.
@@ -109,6 +111,8 @@ def test_bad_input_is_one_line_and_exit_2(repo, args, message):
     assert git(repo, "worktree", "list").count("\n") == 0
 
 
+@pytest.mark.slow  # a live confirm of 3 rounds: 30-100 s
+@pytest.mark.timeout(600)
 def test_a_regressed_case_is_explained_from_each_side_s_first_run(repo):
     # CUR's GEMV walks K five more times (loads multiplied by zero): slower, still right.
     gemv = repo / "kernels" / "gemv.py"

@@ -117,6 +117,7 @@ def _add(args):
         return err.message
 
 
+@pytest.mark.slow  # 16 spawned interpreters
 def test_concurrent_adds_never_collide_and_a_run_lands_once(tmp_path):
     # spawn, not fork: the test process may hold threads (torch's, imported by other tests), and a
     # forked child of a threaded process can deadlock on a lock copied mid-use.

@@ -40,6 +40,11 @@ def faulty_perfci(fault, *args, env=None):
                           capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120)
 
 
+# A process per case (fork, run) costs 10-20 s a test here; shared isolation covers the same
+# faults in the default run, the others run with the slow tests.
+SLOW = pytest.mark.slow
+
+
 def read_rows(path):
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
@@ -52,7 +57,7 @@ def tiny_suite(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("isolation", ["shared", "fork", "run"])
+@pytest.mark.parametrize("isolation", ["shared", pytest.param("fork", marks=SLOW), pytest.param("run", marks=SLOW)])
 def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
     # Both cases crash; the second still runs, because a crash costs only the process it happened in.
@@ -65,7 +70,7 @@ def test_a_crashed_case_is_recorded_and_the_suite_goes_on(tmp_path, tiny_suite, 
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("isolation", ["shared", "run"])
+@pytest.mark.parametrize("isolation", ["shared", pytest.param("run", marks=SLOW)])
 def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
     proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--format", "markdown",
@@ -85,7 +90,7 @@ def test_ok_run_writes_every_column_and_seven_repeats(tmp_path, tiny_suite, isol
     assert "| torch_matmul | 8x16x32 | fp32 |" in proc.stdout
 
 
-@pytest.mark.parametrize("isolation", ["shared", "run"])
+@pytest.mark.parametrize("isolation", ["shared", pytest.param("run", marks=SLOW)])
 def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite, isolation):
     out, pid_file = tmp_path / "r.csv", tmp_path / "grandchild.pid"
     started = time.monotonic()
@@ -99,7 +104,7 @@ def test_a_hung_case_is_killed_with_its_whole_process_group(tmp_path, tiny_suite
     assert wait_until_dead(grandchild)  # the worker's own child died with the group
 
 
-@pytest.mark.parametrize("isolation", ["shared", "run"])
+@pytest.mark.parametrize("isolation", ["shared", pytest.param("run", marks=SLOW)])
 def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite, isolation):
     out = tmp_path / "r.csv"
     proc = faulty_perfci("oom", "run", str(tiny_suite), "--device", "cpu", "--out", str(out), "--filter", "M=16",
@@ -109,6 +114,7 @@ def test_out_of_memory_becomes_an_error_row(tmp_path, tiny_suite, isolation):
     assert row["status"] == "error" and row["message"] == "out of memory"
 
 
+@SLOW
 def test_run_isolation_goes_on_after_an_error_case_in_a_fresh_process(tmp_path, tiny_suite):
     # Every case errors: after an error the run's process leaves (its device state may be
     # poisoned), and the next case is measured in a new one.

@@ -33,6 +33,7 @@ def rows(path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # three live runs: ~30 s
 def test_two_shards_merge_into_what_one_run_writes(tmp_path):
     suite = tmp_path / "tiny.toml"
     suite.write_text(THREE_CASES)

@@ -66,6 +66,7 @@ def bench(pytester, monkeypatch):
     return pytester
 
 
+@pytest.mark.slow  # live benchmark sessions (runs: two, ~20 s)
 def test_out_writes_perfci_runs_columns_and_cases_keyed_by_kernel_shape_dtype(runs):
     assert (runs / "base.csv").read_text().splitlines()[0] == ",".join(COLUMNS)
     table = read_results(runs / "base.csv")
@@ -75,6 +76,7 @@ def test_out_writes_perfci_runs_columns_and_cases_keyed_by_kernel_shape_dtype(ru
         assert len(row.repeats_us) == 7 and row.arch == "cpu"
 
 
+@pytest.mark.slow  # live benchmark sessions (runs: two, ~20 s)
 def test_compare_reads_the_csv_unchanged_against_itself_and_regressed_against_the_planted_run(runs):
     same = _compare(runs / "base.csv", runs / "base.csv")
     assert same.returncode == 0, same.stdout + same.stderr
@@ -86,6 +88,7 @@ def test_compare_reads_the_csv_unchanged_against_itself_and_regressed_against_th
     assert not any("32x32x32" in line or "64x64x64" in line for line in regressed), slow.stdout
 
 
+@pytest.mark.slow  # live benchmark sessions (runs: two, ~20 s)
 def test_perfci_compare_fails_the_session_on_the_regression(bench, runs):
     bench.syspathinsert()
     os.environ["PERFCI_TEST_SLOW_N"] = "48"  # monkeypatch (bench) restores it
@@ -94,6 +97,7 @@ def test_perfci_compare_fails_the_session_on_the_regression(bench, runs):
     result.stdout.fnmatch_lines(["*48x48x48*regressed*", "*a benchmark regressed against*exit 6*"])
 
 
+@pytest.mark.slow  # live benchmark sessions (runs: two, ~20 s)
 def test_perfci_compare_passes_an_aa_session(bench, runs):
     """A session measuring what the baseline measured passes the gate: exit 0, every case judged, none regressed.
 

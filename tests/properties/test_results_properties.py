@@ -5,6 +5,7 @@ import csv
 import io
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ def case_results(draw):
 ENVS = st.builds(Environment, device_name=SAFE_TEXT, arch=SAFE_TEXT, git_sha=SAFE_TEXT, host=SAFE_TEXT)
 
 
+@pytest.mark.slow  # 200 tables written and read back
 @FAST
 @given(st.lists(case_results(), min_size=1, max_size=6, unique_by=lambda r: r.spec.key), ENVS,
        st.sampled_from(["", "1/2", "2/2"]))

@@ -1,6 +1,7 @@
 """Suite TOML, --shard and --cases: arbitrary input in, a valid value or one PerfciError out."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def test_any_shard_text(text):
 CASES = load_suite("decode").cases
 
 
+@pytest.mark.slow  # 200 examples, each sharding a whole selection
 @FAST
 @given(st.integers(1, len(CASES)), st.randoms(use_true_random=False))
 def test_shards_partition_any_selection_in_any_order(count, rng):
