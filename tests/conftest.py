@@ -4,6 +4,11 @@ Triton picks the CPU interpreter when a kernel is *decorated*, i.e. when a
 kernels module is first imported, so TRITON_INTERPRET must be set before any
 test imports one. On a GPU host, run the GPU tests compiled with
 ``TRITON_INTERPRET=0 python -m pytest -m gpu``.
+
+Tests marked ``slow`` (whole nights, live confirms, benchmark sessions, the smoke
+suite: 10 s to 3 minutes each on a 2-core machine) are left out of
+``python -m pytest`` by pyproject.toml's ``-m 'not slow'``; ``python -m pytest -m slow``
+runs them, ``-m ""`` runs everything. CI (.ci/run) runs both and prints how long each took.
 """
 import os
 
