@@ -83,11 +83,16 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
 BUILTIN_DIR = Path(__file__).resolve().parents[1] / "suites"
 
 
+def suite_is_a_path(word: str) -> bool:
+    """Whether a suite word is a file path (else a name, resolved in each project's suites folder)."""
+    return word.endswith(".toml") or os.sep in word or "/" in word
+
+
 def resolve_suite_path(name_or_path: str, root: Path | None = None,
                        config: ProjectConfig | None = None) -> Path:
     """A suite name (the project's suites folder first, then the built-ins) or a .toml path -> its file."""
     config = config or load_config(root)
-    is_path = name_or_path.endswith(".toml") or os.sep in name_or_path or "/" in name_or_path
+    is_path = suite_is_a_path(name_or_path)
     if not is_path and name_or_path:
         own = config.suites / f"{name_or_path}.toml"
         if own.is_file():
