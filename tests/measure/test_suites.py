@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -84,6 +85,23 @@ def test_a_shape_the_kernel_cannot_take_is_rejected_at_load():
     data = {"name": "t", "cases": [{"kernel": "gemv", "variant": {"m_fast": 1}, "M": 1, "N": 64, "K": 64}]}
     with pytest.raises(PerfciError, match="no variant key"):
         parse_suite(data, "t.toml")
+
+
+def test_an_import_path_is_a_kernel_and_its_declaration_is_checked_at_load():
+    # A plain callable by import path: the path is the kernel's key, a layout is a variant.
+    data = {"name": "t", "cases": [{"kernel": "torch:matmul", "variants": [{}, {"b_layout": "row"}],
+                                    "M": 4, "N": 8, "K": 16, "dtype": "fp16"}]}
+    assert [c.key for c in parse_suite(data, "t.toml").cases] == [
+        ("torch:matmul", "4x8x16", "fp16"), ("torch:matmul[b_layout=row]", "4x8x16", "fp16")]
+    refused = [({"kernel": "torch:matmul", "dtype": "fp8"}, "torch:matmul does not support dtype fp8"),
+               ({"kernel": "torch:matmul", "variant": {"epilogue": "bias"}}, "no variant key(s) epilogue"),
+               ({"kernel": "torch_matmul", "variant": {"epilogue": "bias"}}, "no variant key(s) epilogue"),
+               ({"kernel": "matmul_tiled", "variant": {"epilogue": "tanh"}}, "epilogue must be one of none, bias"),
+               ({"kernel": "torch:no_such_gemm"}, "kernel 'torch:no_such_gemm': torch has no attribute")]
+    for fields, message in refused:
+        entry = {"M": 4, "N": 8, "K": 16, "dtype": "fp16", **fields}
+        with pytest.raises(PerfciError, match=re.escape(message)):
+            parse_suite({"name": "t", "cases": [entry]}, "t.toml")
 
 
 def test_unknown_suite_and_bad_toml(tmp_path):
