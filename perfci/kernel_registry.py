@@ -121,7 +121,7 @@ class KernelRegistry:
 
     def project(self) -> dict[str, Registered]:
         if self._project is None:
-            self._project = {}
+            found: dict[str, Registered] = {}  # kept only when every module loaded: no half registry
             if self.modules:
                 _on_path(self.root)
             for name in self.modules:
@@ -129,11 +129,12 @@ class KernelRegistry:
                 for item in _declared(module, name):
                     if ":" in item.name:
                         raise PerfciError(f"{name}: kernel name {item.name!r} holds ':' (kept for import paths)")
-                    other = self._project.get(item.name)
+                    other = found.get(item.name)
                     if other is not None and other.backend is not item:
                         raise PerfciError(f"kernel '{item.name}' is declared twice, by {other.module} and {name}; "
                                           f"rename one")
-                    self._project[item.name] = Registered(item, name, "project")
+                    found[item.name] = Registered(item, name, "project")
+            self._project = found
         return self._project
 
     def installed(self) -> dict[str, Registered]:
