@@ -190,7 +190,8 @@ class KernelRegistry:
             return obj
         if callable(obj):
             return gemm(obj, word)
-        return f"kernel '{word}': {module_name}.{attr} is of type {type(obj).__name__}, neither a perfci.kernel.Backend nor a callable"
+        return (f"kernel '{word}': {module_name}.{attr} is of type {type(obj).__name__}, "
+                f"neither a perfci.kernel.Backend nor a callable")
 
 
 def _entry_points() -> list[Any]:

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from perfci.errors import PerfciError
-from perfci.kernel import TOLERANCE, Backend, Prepared, backend, gemm
+from perfci.kernel import TOLERANCE, Backend, Prepared, gemm
 from perfci.kernel_registry import KernelRegistry
 from perfci.model import CaseSpec
 

@@ -83,7 +83,8 @@ def measure(request: dict) -> dict:
 
     # The measured project's kernels: its modules come from the root on this
     # process's path (a bisect or confirm worktree's own revision).
-    backend = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).backend(spec.kernel)
+    registry = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd())
+    backend = registry.backend(spec.kernel)
     try:
         prepared = backend.prepare_case(spec, torch_device, int(request["seed"]))
     except Unsupported as err:  # declared: fp8 on a GPU without it, bf16 in the interpreter
