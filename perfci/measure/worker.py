@@ -104,7 +104,8 @@ def measure(request: dict) -> dict:
                                              f"{error:.3g} > tolerance {prepared.tolerance:.3g}{unwritten}")
         return result
     result.update(record_launches(prepared, env.arch, gpu))  # registers, spills, grid, config
-    timed, launch, failure = launch_for_timing(torch, prepared, reference, sync, gpu and request.get("launch") == "graph")
+    graph = gpu and request.get("launch") == "graph"
+    timed, launch, failure = launch_for_timing(torch, prepared, reference, sync, graph)
     result.update(launch)
     phases.done("capture")
     if failure:
