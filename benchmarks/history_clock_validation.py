@@ -35,8 +35,8 @@ time only (``--space time``: how it judged before clocks) and clock-aware (the
 default ``--space auto``), and how many series the clock-aware check judged in
 cycles. Pure numpy through perfci's own functions; no device, no files read.
 
-Time: about 1.5 minutes on a 2-core CI machine with the defaults (200 series per
-class and kind, 2 scenarios); ``--series 50`` in ~25 s.
+Time: about 2 minutes on a 2-core CI machine with the defaults (200 series per
+class and kind, 2 scenarios: 2,400 series, each checked twice); ``--series 50`` in ~30 s.
 
     python benchmarks/history_clock_validation.py [--series 200] [--seed 20261212] [--out report.md]
 """

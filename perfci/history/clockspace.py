@@ -145,7 +145,7 @@ def _place(levels: list[float], time_levels: list[float], low: float, high: floa
     the reference). Of that range, it takes the point nearest the median of the
     clocked nights around it (HALF_WINDOW on each side, or the nearest ones):
     taken at the reference clock instead, a ±14% swing left a spike that cost
-    8 of 100 found steps in the simulation (benchmarks/history_clock_validation.py).
+    6 of 100 found steps in the simulation (benchmarks/history_clock_validation.py).
     So a night without a clock cannot become a spike of its own.
     """
     known = [i for i, v in enumerate(levels) if not math.isnan(v)]

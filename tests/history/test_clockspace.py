@@ -10,7 +10,7 @@ import pytest
 
 from perfci.history import store
 from perfci.history.check import check_case
-from perfci.history.clockspace import judge
+from perfci.history.clockspace import fitted_exponent, judge
 from perfci.history.model import CaseSeries, Point, run_clock_mhz
 from perfci.history.nights import CYCLES, LEVEL_IN_CYCLES, TIME, judged_night, night_level
 from perfci.model import ResultRow
@@ -179,3 +179,33 @@ def test_history_check_on_a_clock_swinging_store_finds_the_step_and_says_the_spa
     table = perfci("history", "check", tmp_path / "st").stdout
     line = next(x for x in table.splitlines() if x.startswith("matmul_tiled  4096x4096x4096"))
     assert "cycles (us at" in line and "judged in: cycles" in table
+
+
+def test_an_exponent_the_roofline_gets_wrong_is_fitted_to_the_nights():
+    # The roofline says 1, the kernel's time follows clock^-0.75: at 1 a third of the swing would remain.
+    s = swinging_series(21, step_at=20, true_exponent=0.75)
+    j = judge(s)
+    assert j.in_cycles and j.exponent == pytest.approx(0.75, abs=0.06) and j.roofline_exponent == 1.0
+    assert "fitted to its nights; the roofline says 1.00" in j.reason
+    assert any(abs(ch.index - 20) <= 1 for ch in check_case(s).detection.changes)
+    # Nights that do not follow the clock give no fitted exponent: noise is not fitted.
+    flat = swinging_series(22, true_exponent=0.0, exponent=0.0)
+    clocks = [math.log(np.median(p.sclk_mhz)) for p in flat.points]
+    assert fitted_exponent(judge(flat).levels, clocks) is None
+    assert fitted_exponent(judge(s, "time").levels, [math.log(np.median(p.sclk_mhz)) for p in s.points]) > 0.6
+
+
+def test_a_night_without_a_clock_is_placed_within_its_times_range_nearest_its_neighbours():
+    s = swinging_series(6, missing=(9,))
+    j = judge(s)
+    t = judge(s, "time")
+    assert j.placed == (9,)
+    clocks = [np.log(np.median(p.sclk_mhz)) for i, p in enumerate(s.points) if i != 9]
+    ref = np.log(j.reference_mhz)
+    low, high = t.levels[9] + j.exponent * (min(clocks) - ref), t.levels[9] + j.exponent * (max(clocks) - ref)
+    assert low - 1e-12 <= j.levels[9] <= high + 1e-12
+    neighbours = np.median([j.levels[i] for i in (7, 8, 10, 11)])
+    assert j.levels[9] == pytest.approx(np.clip(neighbours, low, high))
+    assert abs(j.levels[9] - neighbours) < 3 * j.spread_cycles  # not a spike in cycles
+    # Its repeats move with its level, so the plot draws them around it.
+    assert night_level(j.values[9]) == pytest.approx(j.levels[9])
