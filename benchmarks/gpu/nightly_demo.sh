@@ -27,7 +27,7 @@
 # Outputs in $OUT/r: nN/SUITE/ (the nightly's files: verdict.json, summary.md, issue.md, ...),
 # nN-SUITE.out/.err, store/, history-check.md, demo-log.txt (the demo repository's log), log.txt;
 # $OUT/results.tgz.
-# Dry run on the CPU (several minutes on two cores; gemv-tile changes nothing there, so night N
+# Dry run on the CPU (4-10 minutes a night on two busy cores; gemv-tile changes nothing there, so night N
 # stays green):
 #   SUITES=smoke DEVICE=cpu BASELINE_DIR=baselines/cpu JOBS=1 OUT=/tmp/o bash benchmarks/gpu/nightly_demo.sh
 source benchmarks/gpu/setup.sh
