@@ -29,7 +29,8 @@
 # $OUT/results.tgz.
 # Dry run on the CPU (4-10 minutes a night on two busy cores; gemv-tile changes nothing there, so night N
 # stays green):
-#   SUITES=smoke DEVICE=cpu BASELINE_DIR=baselines/cpu JOBS=1 OUT=/tmp/o bash benchmarks/gpu/nightly_demo.sh
+#   SUITES=smoke DEVICE=cpu BASELINE_DIR=baselines/cpu JOBS=1 N1_TIMEOUT=900 N2_TIMEOUT=900 BUDGET_S=3000 \
+#     CONFIRM_ARGS="--min-rounds 3 --max-rounds 3 --budget 60" OUT=/tmp/o bash benchmarks/gpu/nightly_demo.sh
 source benchmarks/gpu/setup.sh
 source benchmarks/gpu/plants.sh
 SUITES=${SUITES:-"decode prefill"}; DEVICE=${DEVICE:-auto}; JOBS=${JOBS:-2}; NIGHTS=${NIGHTS:-2}
