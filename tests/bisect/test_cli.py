@@ -59,6 +59,7 @@ def test_small_difference_below_min_effect(history_factory):
     assert result.returncode == 3 and "below --min-effect 10%" in result.stdout
 
 
+@pytest.mark.slow  # a whole bisect in git, one process per bench run: ~10 s on a loaded 2-core machine
 def test_all_skipped_range_names_the_candidates(history_factory):
     h = history_factory(n_commits=12, culprit_index=6, broken=(4, 5, 6, 7, 8))
     before = snapshot(h.path)
@@ -82,6 +83,7 @@ def test_skips_around_a_broken_commit_still_find_the_culprit(history_factory):
         assert set(report["candidates"]) == {h.commits[7], h.commits[8]}
 
 
+@pytest.mark.slow  # a whole bisect in git, one process per bench run: ~10 s on a loaded 2-core machine
 def test_cache_means_a_rerun_measures_nothing(history_factory, counter):
     h = history_factory(n_commits=30, seed=3)
     first = perfci(h.path, "--format", "json", h.good, h.bad, "--", "./bench.py", env=counter.env)
@@ -112,6 +114,7 @@ def test_timeout_counts_as_failed_run(history_factory, tmp_path):
     assert "timed out" in one_clean_line(result.stderr)
 
 
+@pytest.mark.slow  # a whole bisect in git, one process per bench run: ~10 s on a loaded 2-core machine
 def test_csv_metric_through_a_results_file(history_factory):
     h = history_factory(n_commits=10, culprit_index=5, dirty=False)
     writer = (
@@ -128,6 +131,7 @@ def test_csv_metric_through_a_results_file(history_factory):
     assert parse_json(result.stdout)["culprit"]["sha"] == h.culprit
 
 
+@pytest.mark.slow  # a whole bisect in git, one process per bench run: ~10 s on a loaded 2-core machine
 def test_bench_output_over_a_users_untracked_file_leaves_the_users_file(history_factory):
     """The README's own example writes r.csv; a user may have an r.csv of their own."""
     h = history_factory(n_commits=10, culprit_index=5)  # dirty tree, tracked edits included

@@ -37,6 +37,7 @@ def test_signal_at_each_phase_loses_nothing(history_factory, phase, sig):
     assert snapshot(h.path) == before
 
 
+@pytest.mark.slow  # two bisects, one killed: ~13 s on a loaded 2-core machine
 def test_resume_after_sigkill_finds_the_culprit_without_remeasuring(history_factory, counter):
     h = history_factory(n_commits=24, culprit_index=17)
     before = snapshot(h.path)

@@ -232,6 +232,7 @@ def test_the_plugin_is_inert_without_its_fixture_or_options(pytester):
     assert probe.stdout.strip() == "False", probe.stderr
 
 
+@pytest.mark.slow  # a process per benchmark: ~13 s on a loaded 2-core machine
 def test_isolate_a_crash_costs_one_case(pytester, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     pytester.makepyfile(test_iso="""
