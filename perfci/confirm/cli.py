@@ -67,7 +67,7 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "shift. For cases chosen because they moved (compare's flags, which perfci nightly "
                         "passes): judged relative to each other, a change they share would cancel out")
     w = p.add_argument_group("or measure a suite's cases in warm workers, one per revision (no bench command)")
-    w.add_argument("--suite", metavar="SUITE", help="built-in suite or .toml (as perfci run): its cases are "
+    w.add_argument("--suite", metavar="SUITE", help="a suite name or .toml (as perfci run): its cases are "
                    "measured by a worker per revision that imports torch once; a round costs only the "
                    "measurements")
     w.add_argument("--filter", metavar="EXPR", help="with --suite: keep matching cases (as perfci run --filter)")
@@ -83,7 +83,8 @@ def _options(p: argparse.ArgumentParser) -> None:
                         "session, cheapest, but on an H200 each process gave decode kernels an offset of "
                         "its own (+1 to +4.7%%), which reads as a change (default: run)")
     r = p.add_argument_group("running")
-    r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first")
+    r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first (default: "
+                   "[tool.perfci] build; '' for none)")
     r.add_argument("--timeout", type=float, metavar="S", help="kill a bench run after S seconds (a failed run)")
     r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
     r.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
@@ -175,7 +176,7 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     if args.results and args.higher_is_better:
         raise PerfciError("--results times are microseconds, lower is better: drop --higher-is-better")
     _check_rounds(args)
-    bench = BenchSpec(tuple(command), args.build, metric, args.timeout)
+    bench = BenchSpec(tuple(command), _build(args), metric, args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
@@ -195,11 +196,19 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
 
     spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, args.timeout,
                       args.isolation)
-    bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), args.build, MetricSpec(), args.timeout)
+    bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), _build(args), MetricSpec(), args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
                          min_effect_pct=args.min_effect, alpha=args.alpha, common_mode=args.common_mode,
                          suite=spec)
+
+
+def _build(args: argparse.Namespace) -> str | None:
+    from perfci.confirm.session import configured_build
+
+    if args.build is not None:
+        return args.build or None
+    return configured_build(Path(args.repo))
 
 
 def main(args: argparse.Namespace) -> int:

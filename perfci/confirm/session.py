@@ -162,6 +162,24 @@ def abort(repo_path: Path) -> gitsession.Journal:
     return journal
 
 
+def configured_build(repo_path: Path) -> str | None:
+    """``[tool.perfci] build`` of the project at ``repo_path``, as a command for a worktree's top.
+
+    Each revision is built in its own worktree; a project whose root lies below
+    the repository's top is built there (``cd ROOT && BUILD``).
+    """
+    import shlex
+
+    from perfci.config import load_config
+    from perfci.confirm.warm import below_top
+
+    config = load_config(repo_path)
+    if config.build is None:
+        return None
+    below = below_top(config.root)
+    return f"cd {shlex.quote(below)} && {config.build}" if below else config.build
+
+
 def _build(cfg: ConfirmConfig, side: Side) -> None:
     if not cfg.bench.build:
         return

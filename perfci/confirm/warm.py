@@ -5,8 +5,8 @@ host a small ``perfci run`` costs 15-20 s, most of it importing torch and
 opening the device, so a round of four runs costs a minute before anything is
 measured. With ``--suite``, confirm starts one worker per revision for the whole
 session (:class:`perfci.measure.runner.CaseRunner` with that revision's worktree
-as the project root, so ``kernels/`` is imported from the revision while the
-worker's perfci is this one) and a run is just the cases' measurements, the
+as the project root, so the kernel modules its ``[tool.perfci]`` names are
+imported from the revision while the worker's perfci is this one) and a run is just the cases' measurements, the
 same method as ``perfci run`` (correctness check, warm-up, gated repeats).
 
 Isolation. A process that measures a case many times gives it a time offset of
@@ -46,6 +46,7 @@ class SuiteSpec:
     iters: int = 70
     timeout_s: float = 600.0
     isolation: str = "run"  # run: a process per run; fork: per case and run; shared: per revision
+    project_subdir: str = ""  # the project root below the repository's top: each worktree's is measured
 
 
 class WarmSides:
@@ -73,7 +74,8 @@ class WarmSides:
                              isolation=spec.isolation)
         try:
             for side in self._sides:
-                runner = self._stack.enter_context(CaseRunner(options, Path(side.path)))
+                # The revision's project root: its [tool.perfci] names the kernel modules, imported from there.
+                runner = self._stack.enter_context(CaseRunner(options, Path(side.path) / spec.project_subdir))
                 self.device = runner.resolve_device(spec.device)
                 if self.device not in spec.devices:
                     raise PerfciError(f"suite '{spec.suite}' is sized for {', '.join(spec.devices)}, and no "
@@ -139,7 +141,8 @@ def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, devi
     """Load and select the cases from the current checkout's suites (as ``perfci run`` does)."""
     from perfci.suites import load_case_keys, load_suite, project_root, select_cases
 
-    loaded = load_suite(suite, project_root())
+    root = project_root()
+    loaded = load_suite(suite, root)
     keys = load_case_keys(cases_file) if cases_file else None
     if keys is not None and not keys:
         raise PerfciError(f"--cases {cases_file}: no case to confirm (every case was unchanged)")
@@ -149,4 +152,16 @@ def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, devi
     if not 1 <= repeats <= 50:
         raise PerfciError(f"--repeats {repeats}: use 1..50")
     return SuiteSpec(loaded.name, tuple(cases), tuple(loaded.devices), device, repeats,
-                     timeout_s=timeout_s if timeout_s is not None else 600.0, isolation=isolation)
+                     timeout_s=timeout_s if timeout_s is not None else 600.0, isolation=isolation,
+                     project_subdir=below_top(root))
+
+
+def below_top(root: Path) -> str:
+    """``root`` relative to its repository's top ("" at the top, or outside any repository)."""
+    from perfci import git
+
+    top = git.toplevel(root)
+    if top is None or not root.resolve().is_relative_to(top.resolve()):
+        return ""
+    rel = root.resolve().relative_to(top.resolve()).as_posix()
+    return "" if rel == "." else rel

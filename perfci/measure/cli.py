@@ -47,7 +47,8 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="measure a suite into a results CSV", description=DESCRIPTION,
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", metavar="SUITE", help="built-in suite (smoke, decode, prefill) or a .toml path")
+    p.add_argument("suite", metavar="SUITE", help="a suite name (your [tool.perfci] suites folder first, then "
+                                                  "perfci's built-ins: smoke, decode, prefill) or a .toml path")
     p.add_argument("--out", "-o", metavar="CSV", help="results CSV to write (required unless --list)")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="cuda means the first visible GPU (NVIDIA or ROCm); auto picks it when present "

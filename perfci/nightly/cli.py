@@ -12,19 +12,26 @@ DESCRIPTION = """\
 One night of CI in one command, each stage's outcome in DIR/verdict.json:
 
   1 tonight   --shards GLOB: merge the shard CSVs (perfci merge); --run CSV: take
-              it; neither: measure SUITE (perfci run). Written to DIR/run.csv.
+              it; --bench CMD: run your own bench, which writes its results at
+              {out}; none of them: build (--build / [tool.perfci] build), then
+              measure SUITE (perfci run). Written to DIR/run.csv.
   2 baseline  judge tonight (perfci compare) against the --history store's last
               --nights nights of this suite (2+ nights: pooled); else against
               --baseline; else against the store's one night; else this is the
-              first night: recorded, nothing judged.
+              first night: recorded, nothing judged. Without the options:
+              [tool.perfci] history/LABEL, baselines/LABEL/SUITE.csv and
+              noise_profiles[LABEL] (LABEL: --device-label, else the arch).
   3 gate      red: a case failed, errored or timed out; a baseline case is
               missing tonight (unless --allow-missing); nothing measured.
   4 confirm   the cases compare called regressed or inconclusive, measured again
-              (perfci confirm --suite, interleaved rounds) at the baseline's
-              commit and tonight's, in --repo. Skipped, saying why, when the
-              baseline names no usable commit: a compare `regressed` then stays red.
+              (perfci confirm --suite, interleaved rounds; with --bench, your
+              command again, narrowed to them) at the baseline's commit and
+              tonight's, in worktrees of --repo, each built and measured with its
+              own kernels and suites. Skipped, saying why, when the baseline
+              names no usable commit: a compare `regressed` then stays red.
   5 bisect    a confirmed regression's worst case, between those commits
-              (perfci bisect --jobs N); the culprit's sha, subject and diffstat.
+              (perfci bisect --jobs N; a commit whose build fails is skipped);
+              the culprit's sha, subject and diffstat.
   6 history   tonight appended to --history (created on the first night).
   7 report    DIR/summary.md (for $GITHUB_STEP_SUMMARY), DIR/issue.md (an issue
               body), DIR/verdict.json, forest.png and trends/*.png.
@@ -42,6 +49,7 @@ examples:
   perfci nightly decode --out nightly/ --history perf-history/h200 --baseline baselines/h200/decode.csv
   perfci nightly decode --shards 'shards/decode/shard-*.csv' --history perf-history/gfx942 --out n/ --jobs 2
   perfci nightly smoke --device cpu --out n/ --confirm-args '--min-rounds 3 --max-rounds 5'
+  perfci nightly gemm --bench 'pytest bench/ --perfci-out {out}' --out n/    # history etc. from [tool.perfci]
 """
 
 
@@ -49,22 +57,39 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "nightly", help="the whole night: run or merge, judge, confirm, bisect, report, record",
         description=DESCRIPTION, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", metavar="SUITE", help="built-in suite (smoke, decode, prefill) or a .toml path")
+    p.add_argument("suite", metavar="SUITE", help="a suite name (your [tool.perfci] suites folder, then perfci's "
+                                                  "built-ins: smoke, decode, prefill) or a .toml path; with "
+                                                  "--bench, the name tonight's results are recorded under")
     p.add_argument("--out", "-o", metavar="DIR", required=True, help="where the night's files go")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--shards", metavar="GLOB", help="tonight's results: the shard CSVs of `perfci run "
                                                        "--shard I/N`, merged (quote the glob)")
     src.add_argument("--run", metavar="RUN.csv", help="tonight's results: a results CSV already measured")
+    src.add_argument("--bench", metavar="CMD",
+                     help="tonight's results: run CMD (a shell line) in the project root; it writes a perfci "
+                          "results CSV, a FlyDSL CSV or pytest-benchmark JSON at {out}. confirm and bisect run "
+                          "it again for the flagged cases, listed in the file {cases} and $PERFCI_CASES "
+                          "(the pytest plugin honours it), e.g. 'pytest bench/ --perfci-out {out}'")
     p.add_argument("--history", metavar="STORE", help="a perfci history store of this device (created on "
-                                                      "the first night): judged against, then appended to")
+                                                      "the first night): judged against, then appended to "
+                                                      "(default: [tool.perfci] history/LABEL)")
     p.add_argument("--baseline", metavar="BASE.csv", help="a committed baseline, used while the store has "
-                                                          "fewer than 2 nights of the suite")
+                                                          "fewer than 2 nights of the suite (default: "
+                                                          "[tool.perfci] baselines/LABEL/SUITE.csv, if committed)")
+    p.add_argument("--device-label", metavar="LABEL",
+                   help="this device's folder under [tool.perfci] baselines and history, and its key in "
+                        "noise_profiles (default: the arch tonight's run records: sm_90, gfx942, cpu)")
+    p.add_argument("--build", metavar="CMD",
+                   help="shell command that builds the kernels, run in the project root before tonight's "
+                        "measurement and in every worktree confirm and bisect measure (default: "
+                        "[tool.perfci] build; '' for none)")
     p.add_argument("--nights", type=at_least(2, "pooling needs at least 2 nights"), default=5, metavar="K",
                    help="pool the store's last K nights (default 5)")
     p.add_argument("--jobs", type=at_least(1, "give at least 1"), default=1, metavar="N",
                    help="bisect N commits at a time, one GPU each (default 1)")
     p.add_argument("--repo", default=".", metavar="PATH",
-                   help="the git checkout confirm and bisect measure commits of (default: the current one)")
+                   help="the git checkout confirm and bisect measure commits of, and where [tool.perfci] is "
+                        "looked for (default: the current one)")
     p.add_argument("--allow-missing", action="store_true",
                    help="a baseline case missing tonight is a warning, not red")
     p.add_argument("--strict", action="store_true", help="exit 3 when a case stays undecided")
@@ -73,7 +98,8 @@ def add_parser(subparsers) -> None:
                    help="for perfci run, confirm and bisect's bench (default auto)")
     p.add_argument("--noise-profile", metavar="FILE",
                    help="this device's noise profile (perfci calibrate's JSON, from its own A/A nights) for "
-                        "the one-run comparison; default: the built-in profile of the arch")
+                        "the one-run comparison; default: [tool.perfci] noise_profiles, else the built-in "
+                        "profile of the arch")
     p.add_argument("--confirm-args", metavar="ARGS",
                    help="more options for perfci confirm, e.g. '--min-rounds 3 --max-rounds 10 --repeats 5'")
     p.add_argument("--bisect-args", metavar="ARGS",
@@ -94,6 +120,13 @@ def main(args: argparse.Namespace) -> int:
     from perfci.nightly.stages import split_args
     from perfci.nightly.state import NightConfig
 
+    if args.bench is not None:
+        from perfci.nightly.bench import check_command
+
+        check_command(args.bench)
+        if args.bench_args:
+            raise PerfciError("--bench-args are options of the perfci run bisect measures with; with --bench, "
+                              "bisect runs your command: put its options in it")
     if args.history is not None and Path(args.history).exists() and not Path(args.history).is_dir():
         raise PerfciError(f"--history {args.history}: not a directory (a history store is one)")
     cfg = NightConfig(
@@ -103,7 +136,8 @@ def main(args: argparse.Namespace) -> int:
         noise_profile=args.noise_profile,
         confirm_args=split_args(args.confirm_args, "--confirm-args"),
         bisect_args=split_args(args.bisect_args, "--bisect-args"),
-        bench_args=split_args(args.bench_args, "--bench-args"))
+        bench_args=split_args(args.bench_args, "--bench-args"), bench=args.bench, build=args.build,
+        device_label=args.device_label)
     if cfg.out.exists() and not cfg.out.is_dir():
         raise PerfciError(f"--out {cfg.out}: not a directory")
     if cfg.noise_profile:  # before any stage runs: a bad profile is bad input, said in one line

@@ -24,6 +24,7 @@ from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv,
 from perfci.nightly.state import Night
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
+CONFIRM_CSV = "perfci-nightly-confirm.csv"  # --bench: a confirm run's results, relative to each worktree
 CHECKOUT_LOCK = "perfci-nightly.lock"  # in the repository's common git dir, shared by its worktrees
 
 
@@ -50,9 +51,9 @@ def baseline(n: Night) -> tuple[str, str]:
     from perfci.compare.verdicts import compare
 
     cfg = n.cfg
-    profile = read_profile(cfg.noise_profile) if cfg.noise_profile else None
+    profile = read_profile(n.profile) if n.profile else None
     nights = _store_nights(n)
-    plan = core.baseline_plan(len(nights), cfg.baseline is not None)
+    plan = core.baseline_plan(len(nights), n.baseline_path is not None)
     if plan == "first":
         n.first_night = True
         n.baseline = "nothing (first night)"
@@ -60,22 +61,22 @@ def baseline(n: Night) -> tuple[str, str]:
     if plan == "pooled":
         from perfci.compare.store import pooled_comparison
 
-        result = pooled_comparison(cfg.history, str(n.run_path), profile, CompareOptions(), cfg.nights)
+        result = pooled_comparison(n.store, str(n.run_path), profile, CompareOptions(), cfg.nights)
         result = with_identity(result, None, read_any(n.run_path))
-        n.baseline = f"history {cfg.history}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
+        n.baseline = f"history {n.store}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
         n.good_sha = core.strip_dirty(nights[-1].info.git_sha)
     else:
-        path = cfg.baseline if plan == "csv" else str(Path(cfg.history) / "runs" / f"{nights[-1].info.run_id}.csv")
+        path = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
         base, cur = read_any(path), read_any(n.run_path)
         check_same_device(base, cur)
         result = with_identity(compare(base, cur, profile), base, cur)
         n.baseline = (f"--baseline {path}" if plan == "csv" else
-                      f"history {cfg.history}: its one night {nights[-1].info.run_id}")
+                      f"history {n.store}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
     # The side-by-side of every regressed / improved case; a pooled baseline is read from its newest night.
     from perfci.compare.explain import with_explain
 
-    newest = cfg.baseline if plan == "csv" else str(Path(cfg.history) / "runs" / f"{nights[-1].info.run_id}.csv")
+    newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
     result = with_explain(result, read_any(newest), read_any(n.run_path))
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
@@ -94,7 +95,7 @@ def _store_nights(n: Night) -> list:
     from perfci.history.store import MANIFEST, load
     from perfci.results import read_results_cells
 
-    store = n.cfg.history
+    store = n.store
     if store is None:
         return []
     root = Path(store)
@@ -177,11 +178,18 @@ def confirm(n: Night) -> tuple[str, str]:
     # regression itself; judged relative to each other (confirm's default) it would cancel out.
     # On a 2-GPU H200, a change that slowed most cases of a confirm session by ~20% read as
     # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/group-prefill-and-stages).
-    words = ["confirm", n.good_sha, n.sha, "--suite", n.suite_word, "--cases", str(flagged_path),
-             "--no-common-mode", "--format", "json", "--device", n.cfg.device, "-C", str(n.repo_root),
-             *n.cfg.confirm_args]
-    with checkout_lock(n):
-        child = run_perfci(words, n.repo_root)
+    words = ["confirm", n.good_sha, n.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
+             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]), *n.cfg.confirm_args]
+    if n.cfg.bench is not None:  # the bench command goes last, after '--'
+        from perfci.nightly.bench import argv
+
+        words += ["--", *argv(n.cfg.bench, CONFIRM_CSV, n.suite, cases=flagged_path.resolve(),
+                              device=n.cfg.device, subdir=n.subdir)]
+    try:
+        with checkout_lock(n):
+            child = run_perfci(words, n.where)
+    finally:
+        _rebuild_checkout(n)
     expect(child, (0, 1, 3))
     report = parse_json(child)
     atomic_write_text(n.cfg.out / "confirm.json", child.stdout)
@@ -197,6 +205,43 @@ def confirm(n: Night) -> tuple[str, str]:
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
     return core.OK, (f"{n.good_sha[:12]} -> {n.sha[:12]}: {told} "
                      f"({report['summary'].get('rounds', '?')} rounds)")
+
+
+def _confirm_source(n: Night, flagged: Path) -> list[str]:
+    """What confirm measures: the suite's flagged cases in warm workers, or the night's --bench
+    command narrowed to them (its results CSV, CONFIRM_CSV, in each worktree)."""
+    if n.cfg.bench is None:
+        return ["--suite", n.suite_word, "--cases", str(flagged), "--device", n.cfg.device]
+    return ["--results", CONFIRM_CSV]
+
+
+def _build_words(n: Night) -> list[str]:
+    """``--build CMD`` for confirm and bisect, run in the project root of each worktree."""
+    if n.build is None:
+        return []
+    return ["--build", f"cd {shlex.quote(n.subdir)} && {n.build}" if n.subdir else n.build]
+
+
+def _rebuild_checkout(n: Night) -> None:
+    """Build tonight's checkout again after confirm or bisect built other revisions.
+
+    bisect (``--jobs 1``) builds each commit in the checkout itself, and a build
+    that installs (``pip install -e .``) points the environment at the worktree it
+    ran in, which confirm then removes: either way the environment would be left
+    with another revision's build. A failure here is a note, not the night's verdict.
+    """
+    from perfci.benchcmd import run_command
+
+    if n.build is None or n.where is None:
+        return
+    try:
+        built = run_command(n.build, n.where)
+    except OSError as err:
+        n.notes.append(f"could not build tonight's checkout again after confirm/bisect: {err}")
+        return
+    if not built.ok:
+        n.notes.append(f"building tonight's checkout again after confirm/bisect failed: "
+                       f"{built.failure_reason('build')}")
 
 
 # --------------------------------------------------------------------------- 5. bisect
@@ -219,13 +264,13 @@ def bisect(n: Night) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="perfci-nightly-") as tmp:
         case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
         case_file.write_text(case_json, encoding="utf-8")
-        bench = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
-                             "--device", n.cfg.device, "--format", "none", *n.cfg.bench_args])
+        bench, results = _bisect_bench(n, case_file)
         case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
         words = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json",
-                 "-C", str(n.repo_root), "--csv-column", "median_us", "--case", case,
-                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *n.cfg.bisect_args, "--", *bench]
-        leftover = n.repo_root / BISECT_CSV
+                 "-C", str(n.repo_root), "--csv-column", "median_us", "--case", case, "--csv-file", results,
+                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n), *n.cfg.bisect_args,
+                 "--", *bench]
+        leftover = n.repo_root / results
         there = leftover.exists()
         try:
             with checkout_lock(n):
@@ -233,6 +278,7 @@ def bisect(n: Night) -> tuple[str, str]:
         finally:
             if not there:  # the bench's results file at the last commit measured in this tree
                 leftover.unlink(missing_ok=True)
+            _rebuild_checkout(n)
     code = expect(child, (0, 2, 3))
     try:
         report = parse_json(child)
@@ -254,6 +300,26 @@ def bisect(n: Night) -> tuple[str, str]:
     return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
 
 
+def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
+    """The command bisect measures each commit with, and its results file relative to the tree's top.
+
+    bisect runs it at the top of each commit's tree; perfci runs in the project
+    root (``n.subdir`` below the top), so that every commit is measured with
+    its own [tool.perfci], suites and kernels.
+    """
+    if n.cfg.bench is not None:
+        from perfci.nightly.bench import argv
+
+        return argv(n.cfg.bench, BISECT_CSV, n.suite, cases=case_file, device=n.cfg.device,
+                    subdir=n.subdir), BISECT_CSV
+    run = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
+                       "--device", n.cfg.device, "--format", "none", *n.cfg.bench_args])
+    if not n.subdir:
+        return run, BISECT_CSV
+    # One word with spaces is a shell line to bisect (perfci.benchcmd.BenchSpec.argv).
+    return [f"cd {shlex.quote(n.subdir)} && exec {shlex.join(run)}"], f"{n.subdir}/{BISECT_CSV}"
+
+
 # --------------------------------------------------------------------------- 6. history
 
 
@@ -262,9 +328,9 @@ def history(n: Night) -> tuple[str, str]:
     from perfci.history.store import add_runs, run_files
     from perfci.results import read_results_cells
 
-    store = n.cfg.history
+    store = n.store
     if store is None:
-        return core.SKIPPED, "no --history store given"
+        return core.SKIPPED, "no --history store given (nor [tool.perfci] history)"
     table, cells = read_results_cells(n.run_path)
     run_id = run_info(str(n.run_path), table, cells).run_id
     if (Path(store) / "runs" / f"{run_id}.csv").exists():
@@ -284,7 +350,7 @@ def trends(n: Night) -> tuple[str, str]:
     from perfci.history.report import case_slug
     from perfci.history.store import MANIFEST, load, write_bytes_atomic
 
-    store = n.cfg.history
+    store = n.store
     wanted = set(n.flagged)
     if not wanted or store is None or not (Path(store) / MANIFEST).is_file():
         return core.OK, "no trend to draw"

@@ -31,6 +31,9 @@ class NightConfig:
     confirm_args: tuple[str, ...] = ()
     bisect_args: tuple[str, ...] = ()
     bench_args: tuple[str, ...] = ()
+    bench: str | None = None  # --bench CMD: the night's source (perfci.nightly.bench) instead of perfci run
+    build: str | None = None  # --build CMD; None: [tool.perfci] build
+    device_label: str | None = None  # this device's folder under [tool.perfci] baselines / history; None: the arch
 
 
 @dataclass
@@ -39,6 +42,12 @@ class Night:
 
     cfg: NightConfig
     repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
+    where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
+    subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
+    build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
+    store: str | None = None  # the history store in force (--history, else [tool.perfci] history / device)
+    baseline_path: str | None = None  # the baseline CSV in force (--baseline, else [tool.perfci] baselines)
+    profile: str | None = None  # the noise profile in force (--noise-profile, else [tool.perfci] noise_profiles)
     head: str = ""
     suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
     suite: str = ""

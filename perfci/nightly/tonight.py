@@ -20,7 +20,6 @@ from perfci.nightly.state import Night
 
 
 def tonight(n: Night) -> tuple[str, str]:
-    from perfci.suites import BUILTIN_SUITES, load_suite, project_root
     from perfci.results import read_results_cells
 
     cfg = n.cfg
@@ -28,17 +27,24 @@ def tonight(n: Night) -> tuple[str, str]:
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
     n.repo_root = git.toplevel(cfg.repo)
     n.head = (git.query(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
-    where = project_root(n.repo_root or cfg.repo)
-    loaded = load_suite(cfg.suite, where)
-    n.suite = loaded.name
-    n.suite_word = cfg.suite if cfg.suite in BUILTIN_SUITES else str(Path(cfg.suite).resolve())
+    config = _project(n)
+    where = n.where
+    assert where is not None
+    if cfg.bench is not None:
+        n.suite = n.suite_word = _bench_suite_name(cfg.suite)
+    else:
+        from perfci.suites import load_suite
+
+        n.suite = load_suite(cfg.suite, where).name
+        n.suite_word = _suite_word(cfg.suite, where)
     n.run_path = cfg.out / "run.csv"
     if cfg.shards is not None:
         how = _merge_shards(n, cfg.shards, n.run_path)
     elif cfg.run is not None:
         how = _take_run(cfg.run, n.run_path)
     else:
-        how = _measure(n, where)
+        _build(n, where)
+        how = _run_bench(n, where) if cfg.bench is not None else _measure(n, where)
     table, cells = read_results_cells(n.run_path)
     if table.format != "perfci":
         raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
@@ -58,9 +64,103 @@ def tonight(n: Night) -> tuple[str, str]:
         n.table = table
     n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
     n.tonight = tuple((r.key, r.status) for r in table.rows)
+    _device_defaults(n, config)
     counts = Counter(s for _, s in n.tonight)
     told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
     return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
+
+
+def _project(n: Night):
+    """The project configuration in force at --repo; sets the project root and the build.
+
+    The root is where perfci runs, so every perfci command it starts (tonight's
+    run, confirm, bisect's bench) reads the same [tool.perfci], suites and kernel
+    modules, and in a worktree those of the revision it measures. A root outside
+    the repository (no configuration: perfci's own checkout stands in) is
+    replaced by the repository's top.
+    """
+    from perfci.config import load_config
+
+    cfg = n.cfg
+    config = load_config(cfg.repo)
+    where = config.root
+    if n.repo_root is not None and not where.resolve().is_relative_to(n.repo_root.resolve()):
+        where = n.repo_root
+    n.where = where.resolve()
+    if n.repo_root is not None and n.where != n.repo_root.resolve():
+        n.subdir = n.where.relative_to(n.repo_root.resolve()).as_posix()
+    n.build = cfg.build if cfg.build is not None else config.build
+    if n.build is not None and not n.build.strip():
+        n.build = None  # --build '': no build, whatever the configuration says
+    return config
+
+
+def _suite_word(word: str, where: Path) -> str:
+    """SUITE as the children get it: a name as it is (each checkout resolves it in its own suites
+    folder), a path relative to the project root when it lies inside (so a worktree reads its own
+    revision's file), else absolute."""
+    from perfci.suites import suite_is_a_path
+
+    if not suite_is_a_path(word):
+        return word
+    path = Path(word).resolve()
+    return path.relative_to(where).as_posix() if path.is_relative_to(where) else str(path)
+
+
+def _bench_suite_name(word: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", word) or word.endswith(".toml"):
+        raise PerfciError(f"SUITE {word!r}: with --bench, SUITE is the name tonight's results are recorded "
+                          f"and judged under (letters, digits, _ . -), not a suite file")
+    return word
+
+
+def _build(n: Night, where: Path) -> None:
+    """The project's build in the checkout before tonight is measured; a failure is bad input."""
+    from perfci.benchcmd import run_command
+
+    if n.build is None:
+        return
+    built = run_command(n.build, where)
+    if not built.ok:
+        raise PerfciError(f"the build {n.build!r} failed in {where} at {n.head[:12] or 'HEAD'}: "
+                          f"{built.failure_reason('build')}")
+    n.notes.append(f"built with {n.build!r} in {where} ({built.seconds:.0f} s)")
+
+
+def _device_defaults(n: Night, config) -> None:
+    """--history, --baseline and --noise-profile, else this device's entries of [tool.perfci].
+
+    The device's label (``--device-label``, else the arch tonight's run records:
+    ``sm_90``, ``gfx942``, ``cpu``) picks the store ``HISTORY/LABEL``, the
+    baseline ``BASELINES/LABEL/SUITE.csv`` (when committed) and
+    ``noise_profiles[LABEL]`` (or ``[ARCH]``).
+    """
+    import re
+
+    from perfci.compare.inputs import read_profile
+
+    cfg = n.cfg
+    label = cfg.device_label or n.arch
+    usable = bool(label) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", label) is not None
+    n.store = cfg.history
+    if n.store is None and config.history is not None and usable:
+        n.store = str(config.history / label)
+        n.notes.append(f"history store {n.store} ([tool.perfci] history, device {label})")
+    n.baseline_path = cfg.baseline
+    if n.baseline_path is None and config.baselines is not None and usable:
+        committed = config.baselines / label / f"{n.suite}.csv"
+        if committed.is_file():
+            n.baseline_path = str(committed)
+            n.notes.append(f"baseline {committed} ([tool.perfci] baselines, device {label})")
+    n.profile = cfg.noise_profile
+    if n.profile is None:
+        chosen = config.noise_profiles.get(label) or config.noise_profiles.get(n.arch)
+        if chosen is not None:
+            read_profile(str(chosen))  # a bad profile is bad input, before anything is judged
+            n.profile = str(chosen)
+            n.notes.append(f"noise profile {chosen} ([tool.perfci] noise_profiles)")
 
 
 def _merge_shards(n: Night, pattern: str, out: Path) -> str:
@@ -142,6 +242,20 @@ def _measure(n: Night, where: Path) -> str:
         raise ChildCrash(f"perfci run exited {child.code} and wrote no {cfg.out / 'run.csv'}")
     n.files.append("run.jsonl")
     return f"measured {n.suite}"
+
+
+def _run_bench(n: Night, where: Path) -> str:
+    """``--bench CMD`` in the project root; its results become DIR/run.csv (perfci.nightly.bench)."""
+    from perfci.nightly.bench import measure
+
+    cfg = n.cfg
+    env = dict(os.environ)
+    if n.head:
+        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
+    code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env)
+    if code not in (0, 1):  # 1: a benchmark failed (pytest), which the gate reports
+        n.notes.append(f"the bench exited {code}; its results were judged as written")
+    return f"--bench {cfg.bench!r}"
 
 
 def _fill_sha(path: Path, cells, sha: str) -> None:
