@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 _STATE = pytest.StashKey["_State"]()
+CASES_ENV = "PERFCI_CASES"  # perfci nightly narrows a bench run to the cases it confirms or bisects
 
 
 class _State:
@@ -30,6 +31,7 @@ class _State:
         self.rows = SessionRows()
         self.verdict_text = ""
         self.problem = ""
+        self.wanted = wanted_cases()  # $PERFCI_CASES: only these cases are measured (None: every case)
 
     def resolve(self) -> str:
         from perfci.plugin.measuring import resolve_device
@@ -66,15 +68,19 @@ def pytest_configure(config: pytest.Config) -> None:
         parent = os.path.dirname(os.path.abspath(opt.perfci_out))
         if not os.path.isdir(parent) or os.path.isdir(opt.perfci_out):
             raise pytest.UsageError(f"--perfci-out {opt.perfci_out}: not a file in an existing directory")
+    from perfci.errors import PerfciError
+
     if opt.perfci_compare:
-        from perfci.errors import PerfciError
         from perfci.plugin.session import check_baseline
 
         try:
             check_baseline(opt.perfci_compare)
         except PerfciError as err:
             raise pytest.UsageError(str(err)) from None
-    state = _State(config)
+    try:
+        state = _State(config)
+    except PerfciError as err:
+        raise pytest.UsageError(f"${CASES_ENV}: {err}") from None
     if opt.perfci_device != "auto" and not opt.perfci_disable:
         from perfci.plugin.cases import BenchmarkUsageError
 
@@ -109,6 +115,7 @@ class PerfciBenchmark:
             case = make_case(fn, kernel=kernel, shape=shape, dtype=dtype, flops=flops, bytes=bytes, iters=iters,
                              repeats=repeats, tolerance=tolerance, extra_info=extra_info, group=group,
                              weight=weight)
+            self._skip_unless_wanted(case.key)
             reference_kind(reference)
             setup = check_setup(setup)
             if kwargs is not None and not isinstance(kwargs, dict):
@@ -137,6 +144,7 @@ class PerfciBenchmark:
 
         try:
             case = make_case(lambda: None, kernel=kernel, shape=shape, dtype=dtype, group=group, weight=weight)
+            self._skip_unless_wanted(case.key)
             if not isinstance(reason, str) or not reason.strip() or "\n" in reason:
                 raise BenchmarkUsageError("perfci_benchmark.unsupported: give the reason as one line of text")
             other = self._state.rows.claim(case.key, self._nodeid)
@@ -154,6 +162,12 @@ class PerfciBenchmark:
                 isolate.child_report(child, row, "done")
             state.rows.add(row)
         pytest.skip(f"perfci_benchmark {' '.join(case.key)}: unsupported here: {reason.strip()}")
+
+    def _skip_unless_wanted(self, key: tuple[str, str, str]) -> None:
+        """A run narrowed by ``$PERFCI_CASES`` (perfci nightly's confirm and bisect) measures only those."""
+        wanted = self._state.wanted
+        if wanted is not None and key not in wanted:
+            pytest.skip(f"perfci_benchmark {' '.join(key)}: not among the cases in ${CASES_ENV}")
 
     def _measure(self, case, fn, args, kwargs, reference):
         from perfci.model import CaseResult
@@ -183,6 +197,17 @@ class PerfciBenchmark:
         if result.status != "ok":
             pytest.fail(f"perfci_benchmark {' '.join(case.key)}: {result.status}: {result.message}", pytrace=False)
         return value
+
+
+def wanted_cases() -> frozenset[tuple[str, str, str]] | None:
+    """The cases ``$PERFCI_CASES`` lists (a file of ``kernel,shape,dtype`` lines or a perfci compare
+    JSON, as ``perfci run --cases`` reads), or None when it is unset or empty: every case."""
+    path = os.environ.get(CASES_ENV, "").strip()
+    if not path:
+        return None
+    from perfci.suites import load_case_keys
+
+    return frozenset(load_case_keys(path))
 
 
 def _set_up(setup, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
