@@ -1,8 +1,11 @@
-"""Pure statistics for ``perfci compare`` and ``perfci bisect``: no files, no printing, no globals that change.
+"""Pure statistics for ``perfci compare``, its pooled form, ``perfci confirm`` and ``perfci bisect``.
 
-Compare passes *log* times, so a shift is a ratio: ``exp(hl) - 1`` is the
-relative change of cur against base. Bisect passes its metric as measured and
-scales the shift by the earlier commit's median itself.
+No files, no printing, no globals that change. Compare passes *log* times, so a
+shift is a ratio: ``exp(hl) - 1`` is the relative change of cur against base.
+Bisect passes its metric as measured and scales the shift by the earlier
+commit's median itself. Confirm passes per-round paired log differences to the
+one-sample tests (:func:`t_interval`, :func:`signed_rank`); the pooled compare
+a prediction-interval estimate to :func:`t_estimate`.
 
 Why these choices:
 
@@ -16,6 +19,9 @@ Why these choices:
   free interval comes from the same null distribution, so the test and the
   interval never disagree about what the data show. It is deterministic, which
   a CI gate should be. A seeded bootstrap is here too, for callers that prefer it.
+* **One sample: Student's t, or the signed-rank test with its Walsh interval.**
+  Confirm's per-round differences are few (5-20) and ABBA makes them
+  symmetric; perfci/confirm/analysis.py says which it uses when.
 * **Benjamini–Hochberg written out** (a dozen lines) because
   ``scipy.stats.false_discovery_control`` needs scipy >= 1.11 and the project
   allows 1.10; a test checks the two agree.
@@ -270,6 +276,104 @@ def common_mode(log_ratios: Sequence[float], clock_exponents: Sequence[float], *
         return CommonMode(memory=m_mem, clock=float(np.median(comp)) - m_mem,
                           overall=overall, n_cases=n, method="split")
     return CommonMode(memory=overall, clock=0.0, overall=overall, n_cases=n, method="pooled")
+
+
+# --------------------------------------------------------------------------- one sample
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A location with its interval and two-sided p-value against 0."""
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+    confident: bool  # False: too few values for the level (the interval is their range)
+
+
+ONE_SAMPLE_METHODS = ("t", "wilcoxon")
+
+
+def t_interval(d: Sequence[float], confidence: float) -> Estimate:
+    """Mean of ``d`` with Student's t interval and the one-sample t-test."""
+    from scipy import special  # here, not at the top: compare imports this module and needs no scipy
+
+    x = np.asarray(d, dtype=float)
+    n = x.size
+    if n < 2:
+        raise ValueError("t_interval needs at least two values")
+    mean = float(x.mean())
+    se = float(x.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:  # a deterministic metric: the value is the value
+        return Estimate(mean, mean, mean, 1.0 if mean == 0.0 else 0.0, True)
+    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2.0)) * se
+    p = float(2.0 * special.stdtr(n - 1, -abs(mean) / se))
+    return Estimate(mean, mean - half, mean + half, min(1.0, p), True)
+
+
+@lru_cache(maxsize=128)
+def _signed_rank_cdf(n: int) -> np.ndarray:
+    """P(T+ <= t), t = 0 .. n(n+1)/2, under H0: rank i enters T+ with probability 1/2,
+    so the pmf of n averages that of n-1 and the same shifted by n."""
+    pmf = np.ones(1)
+    for i in range(1, n + 1):
+        nxt = np.zeros(pmf.size + i)
+        nxt[:pmf.size] += 0.5 * pmf
+        nxt[i:] += 0.5 * pmf
+        pmf = nxt
+    return np.cumsum(pmf)
+
+
+def signed_rank(d: Sequence[float], confidence: float) -> Estimate:
+    """Hodges-Lehmann location (median of the Walsh averages) with its exact interval,
+    and the two-sided Wilcoxon signed-rank p-value against 0: exact without zeros
+    or tied ``|d|``, else the normal approximation (zeros dropped, ties corrected)."""
+    from scipy import special
+    from scipy.stats import rankdata
+
+    x = np.asarray(d, dtype=float)
+    n = x.size
+    if n < 1:
+        raise ValueError("signed_rank needs at least one value")
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2.0)
+    cdf = _signed_rank_cdf(n)
+    k = int(np.searchsorted(cdf, (1.0 - confidence) / 2.0, side="right"))  # cdf[k-1] <= alpha/2
+    nz = x[x != 0.0]
+    absd = np.abs(nz)
+    t_plus = float(rankdata(absd)[nz > 0].sum())
+    if nz.size == 0:
+        p = 1.0
+    elif nz.size == n and np.unique(absd).size == n:
+        t = int(round(t_plus))  # T+ is symmetric about n(n+1)/4: P(T+ >= t) = P(T+ <= n(n+1)/2 - t)
+        p = min(1.0, 2.0 * min(float(cdf[t]), float(cdf[n * (n + 1) // 2 - t])))
+    else:
+        m = nz.size
+        _, counts = np.unique(absd, return_counts=True)
+        var = m * (m + 1) * (2 * m + 1) / 24.0 - float(np.sum(counts**3 - counts)) / 48.0
+        z = (abs(t_plus - m * (m + 1) / 4.0) - 0.5) / math.sqrt(var) if var > 0 else 0.0
+        p = float(min(1.0, 2.0 * special.ndtr(-max(z, 0.0))))
+    est = float(np.median(walsh))
+    if k < 1:
+        return Estimate(est, float(walsh[0]), float(walsh[-1]), p, False)
+    return Estimate(est, float(walsh[k - 1]), float(walsh[walsh.size - k]), p, True)
+
+
+def one_sample(d: Sequence[float], confidence: float, method: str = "t") -> Estimate:
+    """:func:`t_interval` (``"t"``) or :func:`signed_rank` (``"wilcoxon"``) of ``d`` against 0."""
+    if method not in ONE_SAMPLE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ONE_SAMPLE_METHODS)}, not {method!r}")
+    return t_interval(d, confidence) if method == "t" else signed_rank(d, confidence)
+
+
+def t_estimate(estimate: float, se: float, df: float, confidence: float) -> Estimate:
+    """An estimate with standard error ``se`` on ``df`` degrees of freedom: its two-sided
+    Student's t p-value against 0 and its ``confidence`` interval."""
+    from scipy import stats as sps
+
+    p = float(2.0 * sps.t.sf(abs(estimate / se), df))
+    crit = float(sps.t.ppf(1.0 - (1.0 - confidence) / 2.0, df))
+    return Estimate(estimate, estimate - crit * se, estimate + crit * se, p, True)
 
 
 def _norm_ppf(q: float) -> float:

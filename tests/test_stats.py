@@ -138,3 +138,54 @@ def test_common_mode_split_and_guards():
 def test_empty_side_is_a_caller_bug():
     with pytest.raises(ValueError):
         stats.mann_whitney([], [1.0])
+
+
+# --------------------------------------------------------------------------- one sample (confirm)
+
+
+def test_t_interval_matches_scipy_and_a_constant_sample_is_its_own_interval():
+    x = np.array([0.03, 0.02, 0.04, 0.03, 0.035, 0.025])
+    est = stats.t_interval(x, 0.95)
+    lo, hi = ss.t.interval(0.95, x.size - 1, loc=x.mean(), scale=ss.sem(x))
+    assert (est.low, est.high) == pytest.approx((lo, hi), rel=1e-12) and est.confident
+    assert est.p_value == pytest.approx(ss.ttest_1samp(x, 0.0).pvalue, rel=1e-9)
+    assert stats.t_interval([0.01, 0.01, 0.01], 0.95) == stats.Estimate(0.01, 0.01, 0.01, 0.0, True)
+    with pytest.raises(ValueError):
+        stats.t_interval([0.01], 0.95)
+    with pytest.raises(ValueError):
+        stats.one_sample(x, 0.95, "sign")
+
+
+def test_signed_rank_matches_scipy_and_the_walsh_interval_has_the_table_s_critical_value():
+    rng = np.random.default_rng(1)
+    for n in (6, 9, 14, 25):
+        x = rng.normal(0.3, 1.0, n)
+        assert stats.signed_rank(x, 0.95).p_value == pytest.approx(ss.wilcoxon(x, method="exact").pvalue, rel=1e-9)
+    # n = 8 at 95% two-sided: critical T = 3 (tables), so the interval is [W(4), W(33)] of the 36 Walsh averages.
+    x = np.array([0.8, -0.3, 1.9, 0.4, 1.1, 2.5, -0.9, 0.6])
+    walsh = np.sort([(x[i] + x[j]) / 2 for i in range(8) for j in range(i, 8)])
+    est = stats.signed_rank(x, 0.95)
+    assert (est.low, est.high, est.confident) == (walsh[3], walsh[32], True)
+    assert est.estimate == pytest.approx(np.median(walsh))
+    # Five rounds can never reach 95% with ranks (2 / 2**5 > 0.05): the range, not confident.
+    assert not stats.signed_rank(x[:5], 0.95).confident
+
+
+def test_signed_rank_with_ties_and_zeros_uses_the_corrected_normal_approximation():
+    x = np.array([0.0, 1.0, 1.0, -2.0, 3.0, 3.0, 3.0, 4.0])
+    nz = x[x != 0]
+    ranks = ss.rankdata(np.abs(nz))
+    t_plus, m = ranks[nz > 0].sum(), nz.size
+    _, cnt = np.unique(np.abs(nz), return_counts=True)
+    var = m * (m + 1) * (2 * m + 1) / 24 - (cnt**3 - cnt).sum() / 48
+    z = (abs(t_plus - m * (m + 1) / 4) - 0.5) / math.sqrt(var)
+    assert stats.signed_rank(x, 0.95).p_value == pytest.approx(2 * ss.norm.sf(z))
+
+
+def test_t_estimate_is_the_two_sided_t_test_and_interval_of_an_estimate_and_its_se():
+    est = stats.t_estimate(0.03, 0.01, 4.5, 0.95)
+    crit = ss.t.ppf(0.975, 4.5)
+    assert (est.low, est.high) == pytest.approx((0.03 - crit * 0.01, 0.03 + crit * 0.01), rel=1e-12)
+    assert est.p_value == pytest.approx(2 * ss.t.sf(3.0, 4.5), rel=1e-12)
+    assert stats.t_estimate(-0.03, 0.01, 4.5, 0.95).p_value == est.p_value
+

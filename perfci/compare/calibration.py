@@ -72,7 +72,7 @@ def calibrate(tables: Sequence[ResultTable], arch: str | None = None, name: str 
     For every pair of runs, each case's log ratio is computed exactly as
     ``perfci compare`` does (with and without clock normalization, common mode
     removed). Pairs where one run's repeats of the case scattered (compare never
-    judges those; see ``perfci.compare.verdicts._disturbed_side``) are left out and counted.
+    judges those; see ``perfci.verdict.DisturbedRule``) are left out and counted.
     Each relative floor is ``CALIBRATE_MARGIN`` times the 99th percentile of
     the |residuals| of its class (pure vs transition band), taken over the cases
     of ``LONG_US`` or more when the class has ``MIN_LONG_RESIDUALS`` of them;

@@ -1,7 +1,9 @@
 """What ``perfci compare`` returns: its options and the frozen Comparison, case by case.
 
-Data only, besides :func:`summarize`: :mod:`perfci.compare.verdicts` fills these
-in, :mod:`perfci.compare.render` and the command line read them.
+Data only, besides :func:`summarize` and :func:`missing_cases`:
+:mod:`perfci.compare.verdicts` and :mod:`perfci.compare.pooled` fill these in,
+:mod:`perfci.compare.render` and the command line read them. The verdicts'
+words, their order and the suite shift are :mod:`perfci.verdict`'s.
 """
 from __future__ import annotations
 
@@ -12,11 +14,9 @@ from typing import Sequence
 import numpy as np
 
 from perfci.compare.noise import NoiseProfile
+from perfci.verdict import CASE_VERDICTS, DISTURBED, DisturbedRule, SuiteShift, Verdict, missing, worst_first
 
-VERDICTS = ("broken", "regressed", "inconclusive", "improved", "unchanged",
-            "fixed", "skipped", "added", "removed")
-# Order for "worst first": a broken kernel is worse than a slow one.
-SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
+VERDICTS = CASE_VERDICTS  # worst first: the order of the summary's counts
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,14 @@ class CompareOptions:
     min_common_mode_cases: int = 6
     # A run whose repeats of a case spread this much (robust sd of log time, in
     # percent) while the other run's are `disturbed_ratio` times tighter was
-    # disturbed during that case: no regressed/improved verdict rests on it.
-    # None turns the guard off (ablations).
-    disturbed_spread_pct: float | None = 5.0
-    disturbed_ratio: float = 3.0
+    # disturbed during that case: no regressed/improved verdict rests on it
+    # (perfci.verdict.DisturbedRule). None turns the guard off (ablations).
+    disturbed_spread_pct: float | None = DISTURBED.spread_pct
+    disturbed_ratio: float = DISTURBED.ratio
+
+    @property
+    def disturbed(self) -> DisturbedRule:
+        return DisturbedRule(self.disturbed_spread_pct, self.disturbed_ratio)
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class CaseComparison:
     kernel: str
     shape: str
     dtype: str
-    verdict: str
+    verdict: Verdict | str  # a Verdict; "" only while being built
     reason: str = ""
     base_us: float | None = None  # medians of the repeats, raw time
     cur_us: float | None = None
@@ -84,17 +88,9 @@ class CaseComparison:
     def key(self) -> tuple[str, str, str]:
         return (self.kernel, self.shape, self.dtype)
 
-
-@dataclass(frozen=True)
-class SuiteShift:
-    memory_pct: float  # common-mode shift of memory-bound cases, percent
-    compute_pct: float  # of compute-bound cases (cycles when clock-normalized)
-    overall_pct: float
-    method: str  # split | pooled | none
-    clock_normalized: bool
-    verdict: str  # regressed | improved | unchanged | inconclusive | n/a
-    floor_pct: float
-    time_pct: float = 0.0  # the suite's median shift in raw time, percent
+    def severity_key(self) -> tuple:
+        """Sort key for "worst first": verdict, then the largest judged slowdown, then the name."""
+        return worst_first(self.verdict, self.adj_ratio or self.ratio, self.key)
 
 
 @dataclass(frozen=True)
@@ -124,13 +120,13 @@ class Comparison:
 
     @property
     def regressed(self) -> bool:
-        return (any(c.verdict in ("regressed", "broken") for c in self.cases)
-                or self.suite.verdict == "regressed")
+        return (any(c.verdict in (Verdict.REGRESSED, Verdict.BROKEN) for c in self.cases)
+                or self.suite.verdict == Verdict.REGRESSED)
 
     @property
     def inconclusive(self) -> bool:
-        return (any(c.verdict == "inconclusive" for c in self.cases)
-                or self.suite.verdict == "inconclusive")
+        return (any(c.verdict == Verdict.INCONCLUSIVE for c in self.cases)
+                or self.suite.verdict == Verdict.INCONCLUSIVE)
 
 
 def summarize(cases: Sequence[CaseComparison]) -> Summary:
@@ -147,12 +143,12 @@ def summarize(cases: Sequence[CaseComparison]) -> Summary:
     num = sum(c.weight * c.base_us for c in timed)
     den = sum(c.weight * c.cur_us for c in timed)
     speedup = num / den if timed and den > 0 else None
-    worst = tuple(c.key for c in cases if c.verdict in ("broken", "regressed"))
+    worst = tuple(c.key for c in cases if c.verdict in (Verdict.BROKEN, Verdict.REGRESSED))
     return Summary(counts, len(timed), geo, geo_adj, speedup, worst)
 
 
 def missing_cases(result: Comparison) -> list[tuple[str, str, str]]:
-    """Cases measured (ok) in BASE that CUR lacks or skipped: a half-missing run is not a clean one."""
-    return [(c.kernel, c.shape, c.dtype) for c in result.cases
-            if c.verdict == "removed" and c.base_status == "ok"
-            or c.verdict == "skipped" and c.base_status == "ok"]
+    """Cases measured (ok) in BASE that CUR lacks or skipped: a half-missing run is not a clean one.
+
+    compare's and the pytest plugin's rule of :func:`perfci.verdict.missing`."""
+    return missing(result.cases, count_skipped=True, require_base_ok=True)

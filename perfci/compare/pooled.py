@@ -44,12 +44,13 @@ How a case is judged (log time)
    beyond a usual night's. t distribution, two-sided p; Benjamini-Hochberg
    across the suite. Compare's common mode of tonight (medians, split
    compute/memory-bound) is reported on its own line, as compare does.
-5. **Verdicts.** ``regressed``: q <= alpha and the whole interval above +floor,
-   the floor being ``--min-effect``, or 1% (``absolute_floor`` adds the
-   profile's ``floor_us`` as a share of the case's time, as compare does);
-   ``improved`` mirrors it; ``unchanged``: the interval inside +-(the profile's
-   floor): nothing as large as a one-run compare could see; ``inconclusive``
-   otherwise. A scattered tonight is never ``regressed``.
+5. **Verdicts** (:func:`perfci.verdict.decide`). ``regressed``: q <= alpha and
+   the whole interval above +floor, the floor being ``--min-effect``, or 1%
+   (``absolute_floor`` adds the profile's ``floor_us`` as a share of the case's
+   time, as compare does); ``improved`` mirrors it; ``unchanged``: the interval
+   inside +-(the profile's floor), decide's ``margin``: nothing as large as a
+   one-run compare could see; ``inconclusive`` otherwise. A scattered tonight is
+   never ``regressed``.
 
 Everything is in time: device clocks of different processes are not compared
 (on the H200, four nights' device clocks carried a per-process factor of up to
@@ -64,17 +65,16 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 from perfci import stats
-from perfci.compare.comparison import (SEVERITY, CaseComparison, CompareOptions, Comparison, SuiteShift,
-                                       summarize)
-from perfci.compare.noise import NoiseProfile, clock_exponent
+from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
+from perfci.compare.noise import NoiseProfile
+from perfci.compare.verdicts import case_exponent, log_samples, status_case
 from perfci.history.nights import level_var, mode_offsets, night_level
-from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
+from perfci.model import ResultRow, ResultTable
+from perfci.verdict import DISTURBED, DisturbedRule, Reasons, SuiteShift, Verdict, decide
 
 DEFAULT_NIGHTS = 5
-FAILED = ("fail", "error", "timeout")
 # A profile's floor is 1.25 x the q99 of |log ratio| of two runs: a spread of one run is floor / (1.25 * 2.576 * sqrt 2).
 _FLOOR_TO_SD = 1.25 * 2.5758 * math.sqrt(2.0)
 
@@ -94,8 +94,7 @@ class PooledOptions:
     night_common_mode: bool = True  # take each history night's suite-wide shift out
     excess_over: str = "mean"  # tonight's scatter counts beyond the nights' mean | max | off
     min_night_mode_cases: int = 6
-    disturbed_spread_pct: float = 5.0
-    disturbed_ratio: float = 3.0
+    disturbed: DisturbedRule = DISTURBED  # a night (or tonight) whose repeats scattered
     level: str = "fast"  # a night's value: fast (mean of the fastest half of its repeats) | median
     mode: str = "affine"  # a run's suite-wide shift: affine (a + c*exponent + b/us, Huber) | median
     within_floor: bool = True  # between-night variance >= the nights' own (bootstrap) level variance
@@ -145,23 +144,14 @@ class Baseline:
     n_runs: int
 
 
-def _log_repeats(row: ResultRow) -> np.ndarray:
-    values = row.repeats_us or ((row.median_us,) if row.median_us else ())
-    return np.log(np.asarray(values, dtype=float))
-
-
-def _disturbed(spread: float, typical: float, opts: PooledOptions) -> bool:
-    return spread >= opts.disturbed_spread_pct / 100.0 and spread >= opts.disturbed_ratio * typical
-
-
 def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> NightPool:
     rows = [r for _, r in indexed]
-    logs = [_log_repeats(r) for r in rows]
+    logs = [log_samples(r) for r in rows]
     spreads = [stats.robust_spread(x) for x in logs]
     keep = []
     for i, s in enumerate(spreads):
         others = [t for j, t in enumerate(spreads) if j != i]
-        keep.append(not (others and _disturbed(s, float(np.median(others)), opts)))
+        keep.append(not (others and opts.disturbed.scattered(s, float(np.median(others)))))
     if sum(keep) < opts.min_nights:
         keep = [True] * len(rows)
     used = [i for i, k in enumerate(keep) if k]
@@ -265,8 +255,8 @@ def _usual(within: Sequence[float], how: str) -> float:
 
 
 def _exponent(row: ResultRow, arch: str) -> float:
-    e = clock_exponent(arch, row.dtype, row.m, row.n, row.k, DTYPE_BYTES.get(row.dtype, 2),
-                       OUT_DTYPE_BYTES.get(row.dtype, 2))
+    """The case's clock exponent, 0 when unknown: in time, a night's shift is fitted on it."""
+    e = case_exponent(row, arch)
     return 0.0 if e is None else e
 
 
@@ -296,22 +286,23 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         pool = baseline.pools.get(row.key)
         prev = baseline.last_status.get(row.key)
         if row.status != "ok" or not row.median_us:
-            cases.append(_status_case(prev, row))
-        elif pool is None:
-            verdict, why = (("fixed", f"{prev.status} in the last run, ok now") if prev is not None
-                            else ("added", "not in the history"))
+            cases.append(_plain(row, Verdict.ADDED, "not in the history") if prev is None else
+                         status_case(prev, row, weight=row.weight, where=("in the last run", "now")))
+        elif pool is None:  # never ok in the history
+            verdict, why = ((Verdict.FIXED, f"{prev.status} in the last run, ok now") if prev is not None
+                            else (Verdict.ADDED, "not in the history"))
             cases.append(_plain(row, verdict, why))
         elif pool.k < popts.min_nights:
-            cases.append(replace_base(_plain(row, "inconclusive", f"{pool.k} night(s) of history; pooling "
-                                             f"needs {popts.min_nights}"), pool, row))
+            cases.append(replace_base(_plain(row, Verdict.INCONCLUSIVE, f"{pool.k} night(s) of history; "
+                                             f"pooling needs {popts.min_nights}"), pool, row))
         else:
             candidates.append((row, pool))
     cur_keys = {r.key for r in cur.rows}
     for key in sorted(baseline.suite_keys.get(cur_suite, frozenset()) - cur_keys):
-        cases.append(_plain(baseline.last_status[key], "removed", "in the suite's last run, not in cur",
+        cases.append(_plain(baseline.last_status[key], Verdict.REMOVED, "in the suite's last run, not in cur",
                             side="base"))
 
-    raw = [night_level(_log_repeats(r), popts.level) - p.center for r, p in candidates]
+    raw = [night_level(log_samples(r), popts.level) - p.center for r, p in candidates]
     exps = [_exponent(r, arch) for r, _ in candidates]
     cm = (stats.common_mode(raw, exps, min_cases=opts.min_common_mode_cases) if opts.common_mode and raw
           else stats.CommonMode(n_cases=len(raw), method="none"))
@@ -322,7 +313,7 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         offsets = np.zeros(len(raw))
     tested = []
     for (row, pool), shift, e, offset in zip(candidates, raw, exps, offsets):
-        logs = _log_repeats(row)
+        logs = log_samples(row)
         d = pool.k - 1
         s0 = baseline.prior.s0sq(math.exp(pool.center))
         d0 = baseline.prior.d0
@@ -333,15 +324,15 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         se = math.sqrt(max(s2, 1e-8) * (1.0 + 1.0 / pool.k) + excess)
         tested.append(_Tested(pool, row, shift - float(offset), se, d0 + d, math.sqrt(s2),
                               stats.robust_spread(logs), e))
-    p_values = [float(v) for v in 2.0 * sps.t.sf(np.abs([t.est / t.se for t in tested]),
-                                                  [t.df for t in tested])] if tested else []
+    estimates = [stats.t_estimate(t.est, t.se, t.df, opts.confidence) for t in tested]
+    p_values = [e.p_value for e in estimates]
     q_values = stats.benjamini_hochberg(p_values) if opts.fdr else np.asarray(p_values, dtype=float)
-    for t, p, q in zip(tested, p_values, q_values):
+    for t, e, q in zip(tested, estimates, q_values):
         case_floor = floor_pct
         if popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us:
             case_floor += 100.0 * profile.floor_us / math.exp(t.pool.center)
-        cases.append(_verdict(t, p, float(q), math.log1p(case_floor / 100.0), profile, opts, popts))
-    cases.sort(key=lambda c: (SEVERITY[c.verdict], -(c.adj_ratio or c.ratio or 0.0), c.kernel, c.shape, c.dtype))
+        cases.append(_verdict(t, e, float(q), math.log1p(case_floor / 100.0), profile, opts, popts))
+    cases.sort(key=CaseComparison.severity_key)
     suite = _suite(cm, tested, profile)
     notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor)
     few = sum(1 for _, p in [(None, baseline.pools.get(r.key)) for r in cur.rows if r.status == "ok"]
@@ -353,34 +344,32 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
                       False, tuple(notes))
 
 
-def _verdict(t: _Tested, p: float, q: float, floor: float, profile: NoiseProfile, opts: CompareOptions,
-             popts: PooledOptions) -> CaseComparison:
-    crit = float(sps.t.ppf(1.0 - (1.0 - opts.confidence) / 2.0, t.df))
-    lo, hi = t.est - crit * t.se, t.est + crit * t.se
+def _verdict(t: _Tested, est: stats.Estimate, q: float, floor: float, profile: NoiseProfile,
+             opts: CompareOptions, popts: PooledOptions) -> CaseComparison:
+    lo, hi = est.low, est.high
     base_us = math.exp(t.pool.center)
     wide = math.log1p(profile.floor_for(t.exponent, False, base_us) / 100.0)
     c = replace_base(CaseComparison(
         kernel=t.cur.kernel, shape=t.cur.shape, dtype=t.cur.dtype, verdict="", adj_ratio=math.exp(t.est),
-        ci_low=math.exp(lo), ci_high=math.exp(hi), p_value=p, q_value=q, floor_pct=100.0 * math.expm1(floor),
-        clock_exponent=t.exponent, clock_space="time", spread_base_pct=100.0 * t.s_between,
-        spread_cur_pct=100.0 * t.spread_cur), t.pool, t.cur)
-    significant = q <= opts.alpha
-    if significant and (lo > floor or hi < -floor):
+        ci_low=math.exp(lo), ci_high=math.exp(hi), p_value=est.p_value, q_value=q,
+        floor_pct=100.0 * math.expm1(floor), clock_exponent=t.exponent, clock_space="time",
+        spread_base_pct=100.0 * t.s_between, spread_cur_pct=100.0 * t.spread_cur), t.pool, t.cur)
+    # The floor (1%) is what a change must clear; unchanged needs the profile's one-run floor.
+    decision = decide(lo, hi, floor=floor, margin=wide, q=q, alpha=opts.alpha, reasons=Reasons(
+        regressed=f"significant against {t.pool.k} nights, interval above the floor",
+        improved=f"significant against {t.pool.k} nights, interval below the floor",
+        unchanged=f"interval inside ±{100 * math.expm1(wide):.1f}% (profile floor)",
+        straddles="significant, but the interval reaches inside the floor",
+        not_significant="not significant, interval reaches past the profile floor"))
+    if decision.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
         typical = float(np.median(t.pool.spreads))
-        if _disturbed(t.spread_cur, typical, popts):
-            return _with(c, "inconclusive", f"tonight's repeats spread ±{100 * t.spread_cur:.1f}% against "
-                                            f"±{100 * typical:.1f}% on a usual night: run it again", "cur")
-        if lo > floor:
-            return _with(c, "regressed", f"significant against {t.pool.k} nights, interval above the floor")
-        return _with(c, "improved", f"significant against {t.pool.k} nights, interval below the floor")
-    if -wide < lo and hi < wide:
-        return _with(c, "unchanged", f"interval inside ±{100 * math.expm1(wide):.1f}% (profile floor)")
-    if significant:
-        return _with(c, "inconclusive", "significant, but the interval reaches inside the floor")
-    return _with(c, "inconclusive", "not significant, interval reaches past the profile floor")
+        if popts.disturbed.scattered(t.spread_cur, typical):
+            return _with(c, Verdict.INCONCLUSIVE, f"tonight's repeats spread ±{100 * t.spread_cur:.1f}% against "
+                                                  f"±{100 * typical:.1f}% on a usual night: run it again", "cur")
+    return _with(c, decision.verdict, decision.reason)
 
 
-def _with(c: CaseComparison, verdict: str, reason: str, disturbed: str = "") -> CaseComparison:
+def _with(c: CaseComparison, verdict: Verdict, reason: str, disturbed: str = "") -> CaseComparison:
     return replace(c, verdict=verdict, reason=reason, disturbed=disturbed)
 
 
@@ -391,7 +380,7 @@ def replace_base(c: CaseComparison, pool: NightPool, row: ResultRow) -> CaseComp
                    n_cur=len(row.repeats_us) or 1, weight=row.weight, base_status="ok", cur_status=row.status)
 
 
-def _plain(row: ResultRow, verdict: str, why: str, side: str = "cur") -> CaseComparison:
+def _plain(row: ResultRow, verdict: Verdict, why: str, side: str = "cur") -> CaseComparison:
     base = side == "base"
     return CaseComparison(kernel=row.kernel, shape=row.shape, dtype=row.dtype, verdict=verdict, reason=why,
                           base_us=row.median_us if base else None, cur_us=None if base else row.median_us,
@@ -399,27 +388,18 @@ def _plain(row: ResultRow, verdict: str, why: str, side: str = "cur") -> CaseCom
                           cur_status="" if base else row.status)
 
 
-def _status_case(prev: ResultRow | None, row: ResultRow) -> CaseComparison:
-    if prev is None:
-        return _plain(row, "added", "not in the history")
-    common = dict(kernel=row.kernel, shape=row.shape, dtype=row.dtype, base_status=prev.status,
-                  cur_status=row.status, base_us=prev.median_us, cur_us=row.median_us, weight=row.weight)
-    if prev.status == "ok" and row.status in FAILED:
-        why = f"ok in the last run, {row.status} now" + (f": {row.message}" if row.message else "")
-        return CaseComparison(verdict="broken", reason=why, **common)
-    return CaseComparison(verdict="skipped", reason=f"{prev.status} in the last run, {row.status} now", **common)
-
-
 def _suite(cm: stats.CommonMode, tested: Sequence[_Tested], profile: NoiseProfile) -> SuiteShift:
     floor_pct = profile.suite_floor_pct
     mem, comp = 100.0 * math.expm1(cm.memory), 100.0 * math.expm1(cm.memory + cm.clock)
     overall = 100.0 * math.expm1(cm.overall)
+    shift = SuiteShift(Verdict.NOT_JUDGED, memory_pct=mem, compute_pct=comp, overall_pct=overall,
+                       method=cm.method, clock_normalized=False, floor_pct=floor_pct, time_pct=overall,
+                       n_cases=cm.n_cases)
     if cm.method == "none":
-        return SuiteShift(mem, comp, overall, cm.method, False, "n/a", floor_pct, overall)
+        return shift
     worst = max((mem, comp), key=abs) if cm.method == "split" else overall
     # In time, a suite-wide shift cannot be told from a clock or driver change: never a regression.
-    verdict = "unchanged" if abs(worst) <= floor_pct else "inconclusive"
-    return SuiteShift(mem, comp, overall, cm.method, False, verdict, floor_pct, overall)
+    return replace(shift, verdict=Verdict.UNCHANGED if abs(worst) <= floor_pct else Verdict.INCONCLUSIVE)
 
 
 def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, suite: SuiteShift,
@@ -440,13 +420,13 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
                      f"repeats beyond a usual night's")
     left = sum(t.pool.left_out for t in tested)
     if left:
-        notes.append(f"{left} disturbed night(s) (repeats scattered >= {popts.disturbed_spread_pct:g}%) left "
+        notes.append(f"{left} disturbed night(s) (repeats scattered >= {popts.disturbed.spread_pct:g}%) left "
                      f"out of their case's pool")
     if cm.method != "none":
         line = (f"common mode (in time): compute-bound cases {suite.compute_pct:+.1f}%, memory-bound "
                 f"{suite.memory_pct:+.1f}%" if cm.method == "split" else
                 f"common mode (in time): every case {suite.overall_pct:+.1f}%")
-        if suite.verdict == "inconclusive":
+        if suite.verdict == Verdict.INCONCLUSIVE:
             line += " -- the suite moved as a whole tonight: clocks, driver or a shared change?"
         how = ("from tonight's shift fitted per case (a + b/us, robust: short kernels move by a fixed time)"
                if popts.mode == "affine" else "from it")

@@ -14,13 +14,17 @@ from dataclasses import asdict
 from perfci.compare.comparison import CaseComparison, Comparison
 from perfci.compare.explain import explain_json, explain_lines
 from perfci.compare.identity import identity_lines
+from perfci.verdict import CASE_VERDICTS, Verdict
 
-MARK = {"regressed": "!!", "broken": "XX", "improved": "++", "inconclusive": "??",
-        "unchanged": "~", "fixed": "ok", "skipped": "-", "added": "+", "removed": "-"}
+MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", Verdict.INCONCLUSIVE: "??",
+        Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-"}
 CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "adj_ratio", "ci_low", "ci_high",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",
               "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason", "spread_base_pct", "spread_cur_pct", "disturbed",
               "clock_space")
+# What the JSON shows of the suite shift (perfci.verdict.SuiteShift), in this order.
+SUITE_FIELDS = ("memory_pct", "compute_pct", "overall_pct", "method", "clock_normalized", "verdict", "floor_pct",
+                "time_pct")
 
 
 def _pct(r: float | None) -> str:
@@ -53,8 +57,7 @@ def _ci(c: CaseComparison) -> str:
 
 def _headline(cmp: Comparison) -> str:
     s = cmp.summary.counts
-    parts = [f"{s[v]} {v}" for v in ("broken", "regressed", "inconclusive", "improved",
-                                        "unchanged", "fixed", "skipped", "added", "removed") if s[v]]
+    parts = [f"{s[v]} {v}" for v in CASE_VERDICTS if s[v]]
     return ", ".join(parts) or "no cases"
 
 
@@ -69,7 +72,7 @@ def _summary_lines(cmp: Comparison) -> list[str]:
     if sm.weighted_speedup is not None:
         lines.append(f"time-weighted speedup: {sm.weighted_speedup:.4f}x (>1 is faster)")
     su = cmp.suite
-    if su.verdict not in ("n/a", "unchanged"):
+    if su.verdict not in (Verdict.NOT_JUDGED, Verdict.UNCHANGED):
         lines.append(f"suite-wide shift: {su.verdict} (floor {su.floor_pct:g}%)")
     return lines
 
@@ -114,7 +117,7 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
                  "95% CI | q | floor |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
         for c in cases[:max_rows]:
             lines.append("| " + " | ".join(_md_escape(x) for x in (
-                f"**{c.verdict}**" if c.verdict in ("regressed", "broken") else c.verdict,
+                f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN) else c.verdict,
                 f"`{c.kernel}`", c.shape, c.dtype, _us(c.base_us), _us(c.cur_us), *_throughput(c),
                 _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
                 "" if c.floor_pct is None else f"{c.floor_pct:.1f}%")) + " |")
@@ -122,8 +125,8 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
             lines.append(f"| … | {len(cases) - max_rows} more |" + " |" * 11)
         return lines
 
-    notable = [c for c in cmp.cases if c.verdict not in ("unchanged",)]
-    quiet = [c for c in cmp.cases if c.verdict == "unchanged"]
+    notable = [c for c in cmp.cases if c.verdict != Verdict.UNCHANGED]
+    quiet = [c for c in cmp.cases if c.verdict == Verdict.UNCHANGED]
     if notable:
         out.extend(table(notable))
         out.append("")
@@ -163,7 +166,7 @@ def to_dict(cmp: Comparison) -> dict:
         "regressed": cmp.regressed, "inconclusive": cmp.inconclusive,
         "threshold_only": cmp.threshold_only,
         "summary": {**asdict(cmp.summary), "worst": [list(k) for k in cmp.summary.worst]},
-        "suite_shift": asdict(cmp.suite),
+        "suite_shift": cmp.suite.to_dict(SUITE_FIELDS),
         "profile": asdict(cmp.profile),
         "options": asdict(cmp.options),
         "notes": list(cmp.notes),
@@ -207,11 +210,11 @@ def plot(cmp: Comparison, out_path: str) -> None:
     from matplotlib.patches import Patch
 
     timed = [c for c in cmp.cases if c.adj_ratio is not None]
-    changed = [c for c in timed if c.verdict != "unchanged"]
+    changed = [c for c in timed if c.verdict != Verdict.UNCHANGED]
     cases = changed if len(timed) > PLOT_ROWS and changed else timed
     hidden = len(timed) - len(cases)
-    colors = {"regressed": "tab:red", "improved": "tab:green", "inconclusive": "tab:orange",
-              "unchanged": "tab:gray"}
+    colors = {Verdict.REGRESSED: "tab:red", Verdict.IMPROVED: "tab:green", Verdict.INCONCLUSIVE: "tab:orange",
+              Verdict.UNCHANGED: "tab:gray"}
     floors = [c.floor_pct for c in cases if c.floor_pct]
     limit = max([3.0 * max(floors, default=1.0), 5.0]
                 + [abs(100.0 * (c.adj_ratio - 1.0)) * 1.15 for c in cases if abs(c.adj_ratio - 1.0) < 0.25])
@@ -237,7 +240,8 @@ def plot(cmp: Comparison, out_path: str) -> None:
     ax.set_yticklabels([f"{c.kernel} {c.shape} {c.dtype}  ({_us(c.cur_us)} µs)" for c in reversed(cases)],
                        fontsize=7)
     ax.set_xlabel("cur vs base, % (clock-normalized, common mode removed)")
-    shown = [v for v in ("regressed", "improved", "inconclusive", "unchanged") if any(c.verdict == v for c in cases)]
+    shown = [v for v in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCONCLUSIVE, Verdict.UNCHANGED)
+             if any(c.verdict == v for c in cases)]
     ax.legend(handles=[Line2D([], [], color=colors[v], marker="o", lw=1.5, label=v) for v in shown]
               + [Patch(color="0.9", label="noise floor")], fontsize=7, loc="lower right")
     device = next((b or c for f, b, c in cmp.identity if f == "device" and (b or c)), "") or cmp.arch

@@ -26,11 +26,13 @@ How a case is judged
 4. **Effect.** Hodges–Lehmann shift of the residual with its Moses interval;
    the floor comes from the noise profile.
 
-Verdicts: ``regressed`` = significant after BH **and** the interval's lower end
-above +floor; ``improved`` mirrors it; ``unchanged`` = the interval lies inside
-±floor; ``inconclusive`` = anything else (significant but straddling the floor,
-a wide interval, too few repeats to ever reach significance). ``broken`` = ok in
-base, fail/error/timeout in cur. ``added``/``removed`` = on one side only.
+Verdicts (:func:`perfci.verdict.decide`, the floor also the equivalence margin):
+``regressed`` = significant after BH **and** the interval's lower end above
++floor; ``improved`` mirrors it; ``unchanged`` = the interval lies inside ±floor;
+``inconclusive`` = anything else (significant but straddling the floor, a wide
+interval, too few repeats to ever reach significance, a disturbed side, a floor
+that had to swallow a clock swing). ``broken`` = ok in base, fail/error/timeout
+in cur. ``added``/``removed`` = on one side only.
 
 Policy on suite-wide shifts
 ---------------------------
@@ -51,12 +53,10 @@ from typing import Sequence
 import numpy as np
 
 from perfci import stats
-from perfci.compare.comparison import (SEVERITY, CaseComparison, CompareOptions, Comparison, SuiteShift,
-                                       summarize)
+from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
 from perfci.compare.noise import NoiseProfile, clock_exponent, profile_for_arch
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
-
-FAILED = ("fail", "error", "timeout")
+from perfci.verdict import SuiteShift, Verdict, decide, status_verdict
 
 
 # --------------------------------------------------------------------------- helpers
@@ -67,13 +67,15 @@ def table_arch(table: ResultTable) -> str:
     return max(set(archs), key=archs.count) if archs else ""
 
 
-def _exponent(row: ResultRow, arch: str) -> float | None:
+def case_exponent(row: ResultRow, arch: str) -> float | None:
+    """The case's clock exponent (1 compute-bound .. 0 memory-bound); None when unknown."""
     eb = DTYPE_BYTES.get(row.dtype, 2)
     ob = OUT_DTYPE_BYTES.get(row.dtype, 2)
     return clock_exponent(arch, row.dtype, row.m, row.n, row.k, eb, ob)
 
 
-def _samples(row: ResultRow) -> np.ndarray:
+def log_samples(row: ResultRow) -> np.ndarray:
+    """Log of the repeats, or of the median when a row has no repeats."""
     values = row.repeats_us or ((row.median_us,) if row.median_us else ())
     return np.log(np.asarray(values, dtype=float))
 
@@ -116,8 +118,8 @@ def _power_limited(row: ResultRow) -> bool:
 
 def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
              device_clock: dict[bool, float | None]) -> _Prepared:
-    lb, lc = _samples(b), _samples(c)
-    e = _exponent(b, arch)
+    lb, lc = log_samples(b), log_samples(c)
+    e = case_exponent(b, arch)
     known = e is not None
     e = e or 0.0
     own = _own_clock_shift(b, c)
@@ -194,7 +196,7 @@ class Residual:
     exponent: float | None
     clocked: bool
     base_us: float
-    disturbed: bool  # compare would never call it regressed/improved (see _disturbed_side)
+    disturbed: bool  # compare would never call it regressed/improved (CompareOptions.disturbed)
 
 
 def pair_residuals(base: ResultTable, cur: ResultTable, arch: str,
@@ -204,7 +206,7 @@ def pair_residuals(base: ResultTable, cur: ResultTable, arch: str,
     cm = _common_mode(prepared, opts)
     return [Residual(p.shift - cm.at(p.exponent), p.exponent if p.exponent_known else None,
                      p.normalized, float(p.base.median_us),
-                     _disturbed_side(stats.robust_spread(p.lb), stats.robust_spread(p.lc), opts) is not None)
+                     opts.disturbed.side(stats.robust_spread(p.lb), stats.robust_spread(p.lc)) is not None)
             for p in prepared]
 
 
@@ -282,13 +284,13 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
         if b.key in judged:
             cases.append(judged[b.key])
         elif c is None:
-            cases.append(_status_only(b, None, "removed", "only in base"))
+            cases.append(_status_only(b, None, Verdict.REMOVED, "only in base"))
         else:
-            cases.append(_status_case(b, c))
+            cases.append(status_case(b, c, weight=b.weight))
     for c in cur.rows:
         if c.key not in base_keys:
-            cases.append(_status_only(None, c, "added", "only in cur"))
-    cases.sort(key=_worst_first)
+            cases.append(_status_only(None, c, Verdict.ADDED, "only in cur"))
+    cases.sort(key=CaseComparison.severity_key)
 
     suite = _suite_verdict(cm, prepared, profile, opts)
     notes.extend(_notes(prepared, cm, suite, profile, opts, threshold_only, n_tested, arch))
@@ -328,8 +330,8 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if n1 == 1 or n2 == 1:
         # One value a side (FlyDSL): no spread to test, so the floor alone decides.
         est = p.shift - offset
-        verdict = ("regressed" if est > floor else "improved" if est < -floor
-                   else "unchanged" if abs(est) <= plain_floor else "inconclusive")
+        verdict = (Verdict.REGRESSED if est > floor else Verdict.IMPROVED if est < -floor
+                   else Verdict.UNCHANGED if abs(est) <= plain_floor else Verdict.INCONCLUSIVE)
         return replace(base, verdict=verdict, adj_ratio=math.exp(est), ci_low=math.exp(est),
                        ci_high=math.exp(est), reason="threshold only: no repeats to test")
     hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
@@ -338,29 +340,22 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
                    ci_high=math.exp(hl.high), spread_base_pct=100.0 * spread_b,
                    spread_cur_pct=100.0 * spread_c)
     if stats.min_pvalue(n1, n2) > opts.alpha or not hl.confident:
-        return replace(base, verdict="inconclusive",
+        return replace(base, verdict=Verdict.INCONCLUSIVE,
                        reason=f"too few repeats ({n1} vs {n2}) to reach significance")
-    significant = qv is not None and qv <= opts.alpha
-    if significant and (hl.low > floor or hl.high < -floor):
-        disturbed = _disturbed_side(spread_b, spread_c, opts)
+    decision = decide(hl.low, hl.high, floor=floor, q=qv, alpha=opts.alpha)
+    if decision.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
+        disturbed = opts.disturbed.side(spread_b, spread_c)
         if disturbed:
-            return replace(base, verdict="inconclusive", disturbed=disturbed,
+            return replace(base, verdict=Verdict.INCONCLUSIVE, disturbed=disturbed,
                            reason=f"{disturbed}'s repeats spread ±{100 * max(spread_b, spread_c):.1f}% "
                                   f"against ±{100 * min(spread_b, spread_c):.1f}%: that run was "
                                   f"disturbed during this case")
-        if hl.low > floor:
-            return replace(base, verdict="regressed", reason="significant, interval above the floor")
-        return replace(base, verdict="improved", reason="significant, interval below the floor")
-    if -floor < hl.low and hl.high < floor:
-        if floor > plain_floor and not -plain_floor < hl.low <= hl.high < plain_floor:
-            # Inside only because the floor had to swallow a possible clock swing.
-            return replace(base, verdict="inconclusive",
-                           reason="within a clock swing: no clocks recorded and too few cases "
-                                  "for a common mode")
-        return replace(base, verdict="unchanged", reason="interval inside the floor")
-    if significant:
-        return replace(base, verdict="inconclusive", reason="significant, but the interval straddles the floor")
-    return replace(base, verdict="inconclusive", reason="not significant, interval reaches past the floor")
+    elif (decision.verdict == Verdict.UNCHANGED and floor > plain_floor
+          and not -plain_floor < hl.low <= hl.high < plain_floor):
+        # Inside only because the floor had to swallow a possible clock swing.
+        return replace(base, verdict=Verdict.INCONCLUSIVE,
+                       reason="within a clock swing: no clocks recorded and too few cases for a common mode")
+    return replace(base, verdict=decision.verdict, reason=decision.reason)
 
 
 def _clock_space(p: _Prepared) -> str:
@@ -369,47 +364,28 @@ def _clock_space(p: _Prepared) -> str:
     return "cycles" if p.repeat_clocks else "time, levels in cycles"
 
 
-def _disturbed_side(spread_base: float, spread_cur: float, opts: CompareOptions) -> str | None:
-    """'base' or 'cur' when that side's repeats scatter far more than the other's.
+def status_case(b: ResultRow, c: ResultRow, *, weight: float,
+                where: tuple[str, str] = ("in base", "in cur")) -> CaseComparison:
+    """A case not ok on both sides: broken, fixed or skipped (:func:`perfci.verdict.status_verdict`).
 
-    Seen on the H200 (benchmarks/results/h200-2026-11-29b, 315 A/A case pairs): a
-    ~10 us split-K case usually repeats within ±1%, but now and then a whole run of
-    it scatters by ±10-30% and its median moves by up to +73%. Every false alarm
-    in those A/A runs came from such a run; no calm pair moved by more than 8%.
-    A real slowdown moves the repeats together; it does not scatter them.
-    """
-    if opts.disturbed_spread_pct is None:
-        return None
-    limit = opts.disturbed_spread_pct / 100.0
-    wide, narrow, side = ((spread_cur, spread_base, "cur") if spread_cur >= spread_base
-                          else (spread_base, spread_cur, "base"))
-    if wide >= limit and wide >= opts.disturbed_ratio * narrow:
-        return side
-    return None
+    ``where`` names the sides in the reason: "ok in base, fail in cur" (compare),
+    "ok in the last run, fail now" (the pooled compare)."""
+    verdict = status_verdict(b.status, c.status)
+    why = f"{b.status} {where[0]}, {c.status} {where[1]}"
+    if verdict == Verdict.BROKEN and c.message:
+        why += f": {c.message}"
+    return CaseComparison(kernel=c.kernel, shape=c.shape, dtype=c.dtype, verdict=verdict, reason=why,
+                          base_us=b.median_us, cur_us=c.median_us, weight=weight, base_status=b.status,
+                          cur_status=c.status)
 
 
-def _status_case(b: ResultRow, c: ResultRow) -> CaseComparison:
-    common = dict(kernel=b.kernel, shape=b.shape, dtype=b.dtype, base_status=b.status,
-                  cur_status=c.status, base_us=b.median_us, cur_us=c.median_us, weight=b.weight)
-    if b.status == "ok" and c.status in FAILED:
-        why = f"ok in base, {c.status} in cur" + (f": {c.message}" if c.message else "")
-        return CaseComparison(verdict="broken", reason=why, **common)
-    if b.status in FAILED and c.status == "ok":
-        return CaseComparison(verdict="fixed", reason=f"{b.status} in base, ok in cur", **common)
-    return CaseComparison(verdict="skipped", reason=f"{b.status} in base, {c.status} in cur", **common)
-
-
-def _status_only(b: ResultRow | None, c: ResultRow | None, verdict: str, why: str) -> CaseComparison:
+def _status_only(b: ResultRow | None, c: ResultRow | None, verdict: Verdict, why: str) -> CaseComparison:
     row = b or c
     assert row is not None
     return CaseComparison(kernel=row.kernel, shape=row.shape, dtype=row.dtype, verdict=verdict,
                           reason=why, base_us=b.median_us if b else None,
                           cur_us=c.median_us if c else None, weight=row.weight,
                           base_status=b.status if b else "", cur_status=c.status if c else "")
-
-
-def _worst_first(c: CaseComparison):
-    return (SEVERITY[c.verdict], -(c.adj_ratio or c.ratio or 0.0), c.kernel, c.shape, c.dtype)
 
 
 def _suite_verdict(cm: stats.CommonMode, prepared: Sequence[_Prepared], profile: NoiseProfile,
@@ -420,8 +396,10 @@ def _suite_verdict(cm: stats.CommonMode, prepared: Sequence[_Prepared], profile:
     floor_pct = profile.suite_floor_pct
     mem, comp = 100.0 * math.expm1(cm.memory), 100.0 * math.expm1(cm.memory + cm.clock)
     overall = 100.0 * math.expm1(cm.overall)
+    shift = SuiteShift(Verdict.NOT_JUDGED, memory_pct=mem, compute_pct=comp, overall_pct=overall,
+                       method=cm.method, clock_normalized=clocked, floor_pct=floor_pct, n_cases=cm.n_cases)
     if cm.method == "none":
-        return SuiteShift(mem, comp, overall, cm.method, clocked, "n/a", floor_pct)
+        return shift
     worst = max((mem, comp), key=abs) if cm.method == "split" else overall
     # What a user's job feels is time: a suite that moved in cycles but not in
     # time saw its clock readings move, not its kernels (seen on the H200: two
@@ -429,12 +407,12 @@ def _suite_verdict(cm: stats.CommonMode, prepared: Sequence[_Prepared], profile:
     time_pct = 100.0 * math.expm1(float(np.median([math.log(p.cur.median_us / p.base.median_us)
                                                    for p in prepared])))
     if abs(worst) <= floor_pct:
-        verdict = "unchanged"
+        verdict = Verdict.UNCHANGED
     elif clocked and abs(time_pct) > floor_pct and (time_pct > 0) == (worst > 0):
-        verdict = "regressed" if worst > 0 else "improved"
+        verdict = Verdict.REGRESSED if worst > 0 else Verdict.IMPROVED
     else:
-        verdict = "inconclusive"
-    return SuiteShift(mem, comp, overall, cm.method, clocked, verdict, floor_pct, time_pct)
+        verdict = Verdict.INCONCLUSIVE
+    return replace(shift, verdict=verdict, time_pct=time_pct)
 
 
 def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: CompareOptions,
@@ -472,9 +450,9 @@ def _notes(prepared, cm, suite: SuiteShift, profile: NoiseProfile, opts: Compare
                     f"memory-bound {suite.memory_pct:+.1f}%")
         else:
             line = f"common mode ({what}): every case {suite.overall_pct:+.1f}%"
-        if suite.verdict in ("regressed", "improved", "inconclusive"):
+        if suite.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCONCLUSIVE):
             size = f"{abs(suite.overall_pct):.0f}% {'slower' if suite.overall_pct > 0 else 'faster'}"
-            if suite.clock_normalized and suite.verdict == "inconclusive":
+            if suite.clock_normalized and suite.verdict == Verdict.INCONCLUSIVE:
                 line += (f" -- the suite runs {size} in cycles but {suite.time_pct:+.1f}% in time: the "
                          f"clock readings moved, not the kernels; check the clock source on both sides")
             elif suite.clock_normalized:

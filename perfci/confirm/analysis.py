@@ -14,17 +14,18 @@ one-sample interval on its ``d_r`` (benchmarks/confirm_validation.py has the fig
    noise (0.5-1%) instead of run drift in ``d_r``. This takes 10% down to 3%: a
    planted +3% on one case of 20 is found in 100% of sessions, 23-37% without it.
    A case is judged *relative to the suite*, as in ``perfci compare``; the
-   suite-wide change is judged apart (:class:`SuiteShift`) on the run drift.
+   suite-wide change is judged apart (:class:`perfci.verdict.SuiteShift`) on the run drift.
 2. **A t-interval on the d_r** (``method="wilcoxon"``: signed-rank test and the
-   Hodges-Lehmann interval of the Walsh averages). At 5-20 rounds with outlier
+   Hodges-Lehmann interval of the Walsh averages; both :mod:`perfci.stats`). At 5-20 rounds with outlier
    runs nominal 95% t-intervals covered 94-98% (ABBA makes ``d_r`` symmetric),
    rank ones 93-97%; both find +3% as often, but a rank p-value stays >= ``2/2**n``:
    with alpha split over 4 looks it decides at round 8 at the earliest (a lone
    case among 20: 12), t at round 5. The suite shift, whose rounds carry whole
    outlier runs, gets the signed-rank test.
-3. **Verdicts** as in compare: ``regressed`` = significant after Benjamini-Hochberg
-   across the cases **and** the whole interval above +``min_effect_pct``;
-   ``improved`` mirrors it; ``unchanged`` = the interval inside the floor; else
+3. **Verdicts** by :func:`perfci.verdict.decide`, as in compare: ``regressed`` =
+   significant after Benjamini-Hochberg across the cases **and** the whole interval
+   above +``min_effect_pct``; ``improved`` mirrors it; ``unchanged`` = the interval
+   inside ±``min_effect_pct`` (the floor is also the equivalence margin); else
    ``inconclusive`` (always below :data:`MIN_ROUNDS`).
 4. **Stopping** (:class:`StoppingRule`, :func:`look`): optional stopping inflates
    error rates, so decisions come only at a few pre-set looks, each at ``alpha/K``
@@ -39,19 +40,16 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import special
-from scipy.stats import rankdata
 
 from perfci import stats
+from perfci.stats import Estimate
+from perfci.verdict import DECIDED, TESTED, SuiteShift, Verdict, decide
 
 CaseKey = tuple[str, ...]  # (kernel, shape, dtype), or ("metric",) for one bench metric
-VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
-DECIDED = ("regressed", "improved", "unchanged")
-METHODS = ("t", "wilcoxon")
+METHODS = stats.ONE_SAMPLE_METHODS
 SUITE_METHOD = "wilcoxon"  # the suite shift's rounds carry whole outlier runs: a rank test
 MIN_ROUNDS = 3  # below this no interval is trusted: the case is inconclusive
 RoundSeq = Sequence["Round | tuple"]
@@ -76,7 +74,7 @@ class CaseConfirmation:
     for times, faster for ``higher_is_better``); the verdict is oriented."""
 
     key: CaseKey
-    verdict: str  # regressed | improved | unchanged | inconclusive
+    verdict: Verdict  # regressed | improved | unchanged | inconclusive
     reason: str
     ratio: float | None = None  # judged geometric paired ratio (relative to the suite if common_mode)
     ci_low: float | None = None  # interval of ``ratio``, ci_low <= ci_high whatever the orientation
@@ -97,23 +95,6 @@ class CaseConfirmation:
 
 
 @dataclass(frozen=True)
-class SuiteShift:
-    """The suite-wide change, which the common mode takes out of every case. Its
-    noise is the run drift (1-3% a run on the H200), so it resolves less than a
-    case does; ``verdict`` is ``n/a`` without a common mode."""
-
-    verdict: str  # regressed | improved | unchanged | inconclusive | n/a
-    reason: str
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    rounds: int = 0
-    n_cases: int = 0
-    spread_pct: float | None = None
-
-
-@dataclass(frozen=True)
 class Confirmation:
     """What a session showed. ``alpha`` and ``confidence`` are the levels used
     (at a look of a :class:`StoppingRule`: the per-look ones)."""
@@ -131,94 +112,15 @@ class Confirmation:
     @property
     def regressed(self) -> bool:
         """A case, or the suite as a whole, regressed: what fails the gate."""
-        return self.counts.get("regressed", 0) > 0 or self.suite.verdict == "regressed"
+        return self.counts.get(Verdict.REGRESSED, 0) > 0 or self.suite.verdict == Verdict.REGRESSED
 
     @property
     def inconclusive(self) -> bool:
         """A judged case is undecided (the suite shift, often undecided, does not count)."""
-        return self.counts.get("inconclusive", 0) > 0
+        return self.counts.get(Verdict.INCONCLUSIVE, 0) > 0
 
     def case(self, key: Iterable[str]) -> CaseConfirmation:
         return {c.key: c for c in self.cases}[tuple(key)]
-
-
-# --------------------------------------------------------------------------- one sample
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A location with its interval and two-sided p-value against 0."""
-    estimate: float
-    low: float
-    high: float
-    p_value: float
-    confident: bool  # False: too few values for the level (the interval is their range)
-
-
-def t_interval(d: Sequence[float], confidence: float) -> Estimate:
-    """Mean of ``d`` with Student's t interval and the one-sample t-test."""
-    x = np.asarray(d, dtype=float)
-    n = x.size
-    if n < 2:
-        raise ValueError("t_interval needs at least two values")
-    mean = float(x.mean())
-    se = float(x.std(ddof=1)) / math.sqrt(n)
-    if se == 0.0:  # a deterministic metric: the value is the value
-        return Estimate(mean, mean, mean, 1.0 if mean == 0.0 else 0.0, True)
-    half = float(special.stdtrit(n - 1, 0.5 + confidence / 2.0)) * se
-    p = float(2.0 * special.stdtr(n - 1, -abs(mean) / se))
-    return Estimate(mean, mean - half, mean + half, min(1.0, p), True)
-
-
-@lru_cache(maxsize=128)
-def _signed_rank_cdf(n: int) -> np.ndarray:
-    """P(T+ <= t), t = 0 .. n(n+1)/2, under H0: rank i enters T+ with probability 1/2,
-    so the pmf of n averages that of n-1 and the same shifted by n."""
-    pmf = np.ones(1)
-    for i in range(1, n + 1):
-        nxt = np.zeros(pmf.size + i)
-        nxt[:pmf.size] += 0.5 * pmf
-        nxt[i:] += 0.5 * pmf
-        pmf = nxt
-    return np.cumsum(pmf)
-
-
-def signed_rank(d: Sequence[float], confidence: float) -> Estimate:
-    """Hodges-Lehmann location (median of the Walsh averages) with its exact interval,
-    and the two-sided Wilcoxon signed-rank p-value against 0: exact without zeros
-    or tied ``|d|``, else the normal approximation (zeros dropped, ties corrected)."""
-    x = np.asarray(d, dtype=float)
-    n = x.size
-    if n < 1:
-        raise ValueError("signed_rank needs at least one value")
-    i, j = np.triu_indices(n)
-    walsh = np.sort((x[i] + x[j]) / 2.0)
-    cdf = _signed_rank_cdf(n)
-    k = int(np.searchsorted(cdf, (1.0 - confidence) / 2.0, side="right"))  # cdf[k-1] <= alpha/2
-    nz = x[x != 0.0]
-    absd = np.abs(nz)
-    t_plus = float(rankdata(absd)[nz > 0].sum())
-    if nz.size == 0:
-        p = 1.0
-    elif nz.size == n and np.unique(absd).size == n:
-        t = int(round(t_plus))  # T+ is symmetric about n(n+1)/4: P(T+ >= t) = P(T+ <= n(n+1)/2 - t)
-        p = min(1.0, 2.0 * min(float(cdf[t]), float(cdf[n * (n + 1) // 2 - t])))
-    else:
-        m = nz.size
-        _, counts = np.unique(absd, return_counts=True)
-        var = m * (m + 1) * (2 * m + 1) / 24.0 - float(np.sum(counts**3 - counts)) / 48.0
-        z = (abs(t_plus - m * (m + 1) / 4.0) - 0.5) / math.sqrt(var) if var > 0 else 0.0
-        p = float(min(1.0, 2.0 * special.ndtr(-max(z, 0.0))))
-    est = float(np.median(walsh))
-    if k < 1:
-        return Estimate(est, float(walsh[0]), float(walsh[-1]), p, False)
-    return Estimate(est, float(walsh[k - 1]), float(walsh[walsh.size - k]), p, True)
-
-
-def one_sample(d: Sequence[float], confidence: float, method: str = "t") -> Estimate:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    return t_interval(d, confidence) if method == "t" else signed_rank(d, confidence)
 
 
 # --------------------------------------------------------------------------- one case
@@ -277,24 +179,18 @@ def _interval(est: Estimate, hib: bool) -> tuple[float, float, float]:
 
 
 def _judge(d: np.ndarray, floor: float, confidence: float, method: str, q_value: float | None,
-           alpha: float | None) -> tuple[str, str, Estimate | None]:
-    """Verdict of badness differences ``d`` against ``floor`` (a log ratio). Significant:
-    ``q_value <= alpha`` when given (after BH), else ``p <= 1 - confidence``."""
+           alpha: float | None) -> tuple[Verdict, str, Estimate | None]:
+    """Verdict of badness differences ``d`` against ``floor`` (a log ratio), which is
+    also the equivalence margin. Significant: ``q_value <= alpha`` when given (after
+    BH), else ``p <= 1 - confidence``."""
     if d.size < MIN_ROUNDS:
-        return "inconclusive", f"too few rounds ({d.size} < {MIN_ROUNDS})", None
-    est = one_sample(d, confidence, method)
+        return Verdict.INCONCLUSIVE, f"too few rounds ({d.size} < {MIN_ROUNDS})", None
+    est = stats.one_sample(d, confidence, method)
     if not est.confident:
-        return "inconclusive", f"{d.size} rounds cannot reach {confidence:.4g} confidence", est
-    significant = (est.p_value if q_value is None else q_value) <= (1.0 - confidence if alpha is None else alpha)
-    if significant and est.low > floor:
-        return "regressed", "significant, interval above the floor", est
-    if significant and est.high < -floor:
-        return "improved", "significant, interval below the floor", est
-    if -floor < est.low and est.high < floor:
-        return "unchanged", "interval inside the floor", est
-    if significant:
-        return "inconclusive", "significant, but the interval straddles the floor", est
-    return "inconclusive", "not significant, interval reaches past the floor", est
+        return Verdict.INCONCLUSIVE, f"{d.size} rounds cannot reach {confidence:.4g} confidence", est
+    decision = decide(est.low, est.high, floor=floor, q=est.p_value if q_value is None else q_value,
+                      alpha=1.0 - confidence if alpha is None else alpha)
+    return decision.verdict, decision.reason, est
 
 
 def analyze_case(rounds: RoundSeq, min_effect_pct: float, confidence: float = 0.95, *,
@@ -409,7 +305,7 @@ def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0
     pvals = []  # BH over the cases that can be tested at all
     for k in judged:
         d = _diffs(*adjusted[k], higher_is_better)
-        pvals.append(one_sample(d, confidence, method).p_value if d.size >= MIN_ROUNDS else math.nan)
+        pvals.append(stats.one_sample(d, confidence, method).p_value if d.size >= MIN_ROUNDS else math.nan)
     results = tuple(_case(k, *adjusted[k], tables[k] if use_cm else None, min_effect_pct, confidence,
                           higher_is_better, method, None if math.isnan(q) else float(q), alpha)
                     for k, q in zip(judged, stats.benjamini_hochberg(pvals)))
@@ -423,9 +319,9 @@ def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0
             ratio, lo, hi = _interval(est, higher_is_better)
             suite = replace(suite, ratio=ratio, ci_low=lo, ci_high=hi, p_value=est.p_value)
     else:
-        suite = SuiteShift("n/a", "common mode off" if not common_mode else
+        suite = SuiteShift(Verdict.NOT_JUDGED, "common mode off" if not common_mode else
                            f"fewer than {min_cases} cases: no common mode", n_cases=len(tables))
-    counts = {v: sum(1 for c in results if c.verdict == v) for v in VERDICTS}
+    counts = {v: sum(1 for c in results if c.verdict == v) for v in TESTED}
     n_rounds = max((t[0].shape[0] for t in tables.values()), default=0)
     return Confirmation(results, suite, counts, n_rounds, alpha, confidence, min_effect_pct, method,
                         higher_is_better)

@@ -5,13 +5,15 @@ import csv
 import io
 import json
 import math
-from dataclasses import asdict
 
 from perfci.confirm.analysis import CaseConfirmation, Confirmation
+from perfci.verdict import Verdict
 
-MARK = {"regressed": "!!", "improved": "++", "unchanged": "~", "inconclusive": "??"}
+MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??"}
 CSV_FIELDS = ("kernel", "shape", "dtype", "metric", "verdict", "ratio", "ci_low", "ci_high", "p_value",
               "q_value", "rounds", "spread_pct", "reason")
+# What the JSON summary shows of the suite shift (perfci.verdict.SuiteShift), in this order.
+SUITE_FIELDS = ("verdict", "reason", "ratio", "ci_low", "ci_high", "p_value", "rounds", "n_cases", "spread_pct")
 
 
 def _pct(r: float | None) -> str:
@@ -72,7 +74,7 @@ def _summary(conf: Confirmation, rounds, sides, cfg) -> list[str]:
              f"a case counts past +-{conf.min_effect_pct:g}% with its whole {100 * conf.confidence:.1f}% interval "
              f"(false discovery rate {conf.alpha:.3g} across cases at this look)"]
     suite = conf.suite
-    if suite.verdict != "n/a":
+    if suite.verdict != Verdict.NOT_JUDGED:
         lines.append(f"suite-wide change (taken out of every case): {_pct(suite.ratio)} "
                      f"[{_pct(suite.ci_low)}, {_pct(suite.ci_high)}], {suite.verdict}")
     return lines
@@ -104,7 +106,7 @@ def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
     out += [f"- {line}" for line in _summary(conf, rounds, sides, cfg)[1:]]
     out += ["", "| verdict | case | cur/base | 95% CI | rounds | q |", "|---|---|---:|---|---:|---:|"]
     for case in conf.cases:
-        verdict = f"**{case.verdict}**" if case.verdict == "regressed" else case.verdict
+        verdict = f"**{case.verdict}**" if case.verdict == Verdict.REGRESSED else case.verdict
         ci = f"{_pct(case.ci_low)} .. {_pct(case.ci_high)}" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
         name = " ".join(case.key).replace("|", "\\|")
@@ -125,7 +127,7 @@ def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
                "inconclusive_any": conf.inconclusive, "rounds": conf.rounds, "bench_runs": rounds.bench_runs,
                "seconds": round(rounds.seconds, 1), "min_effect_pct": conf.min_effect_pct,
                "alpha": conf.alpha, "confidence": conf.confidence, "method": conf.method,
-               "suite": {k: _clean(v) for k, v in asdict(conf.suite).items()}}
+               "suite": {k: _clean(v) for k, v in conf.suite.to_dict(SUITE_FIELDS).items()}}
     data = {"base": {"ref": base.ref, "sha": base.sha}, "cur": {"ref": cur.ref, "sha": cur.sha},
             "summary": summary, "cases": [_case_dict(c) for c in conf.cases]}
     from perfci.compare.explain import explain_json

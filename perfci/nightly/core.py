@@ -29,6 +29,7 @@ from typing import Sequence
 
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
+from perfci.verdict import missing as baseline_missing
 
 STAGES = ("tonight", "baseline", "gate", "confirm", "bisect", "history", "report")
 INPUT_STAGES = ("tonight", "baseline")  # without them nothing can be judged
@@ -179,7 +180,9 @@ class Decision:
 def gate(tonight: Sequence[tuple[Key, str]], cases: Sequence[Judged] | None, allow_missing: bool,
          incomplete: str = "") -> Gate:
     broken = tuple((k, s) for k, s in tonight if s in BROKEN_STATUSES)
-    missing = tuple(c.key for c in cases or () if c.verdict == "removed")
+    # The nightly's rule of perfci.verdict.missing: only a case absent tonight. One that failed is red as
+    # broken; one skipped tonight is not counted (compare's rule would count it).
+    missing = tuple(baseline_missing(cases or (), count_skipped=False, require_base_ok=False))
     measured = any(s == "ok" for _, s in tonight)
     return Gate(broken, missing, not measured, allow_missing, incomplete)
 

@@ -11,6 +11,7 @@ from perfci.compare.noise import profile_for_arch
 from perfci.history import store
 from perfci.compare.pooled import PooledOptions, build_baseline, fit_prior, judge
 from perfci.results import COLUMNS, read_results, render_rows_csv
+from perfci.verdict import Verdict
 from tests.history.synth import night_rows, write_night
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +97,22 @@ def test_broken_added_and_removed_cases(five, tmp_path):
     verdicts = {(c["kernel"], c["shape"]): c["verdict"] for c in json.loads(r.stdout)["cases"]}
     assert verdicts[SLOW[:2]] == "broken"
     assert list(verdicts.values()).count("removed") == 22
+
+
+def test_regressed_needs_one_percent_but_unchanged_needs_the_profile_floor(five):
+    nights = [("decode", read_results(five / f"n{i}.csv")) for i in range(5)]
+    profile = profile_for_arch("sm_90")
+    b = build_baseline(nights, profile, PooledOptions(), "sm_90")
+    cur = read_results(write_night(five / "margin.csv", 14, slow={SLOW: 1.03}))
+    out = judge(b, cur, "decode", "sm_90", profile, CompareOptions())
+    slow = next(c for c in out.cases if c.key == SLOW)
+    assert slow.verdict == Verdict.REGRESSED and slow.ci_low > 1.01
+    assert slow.reason == "significant against 5 nights, interval above the floor"
+    quiet = [c for c in out.cases if c.verdict == Verdict.UNCHANGED]
+    assert quiet and all(c.reason.startswith("interval inside ±") and c.reason.endswith("% (profile floor)")
+                         for c in quiet)
+    # Inside the profile floor is unchanged even where the interval reaches past 1%.
+    assert any(c.ci_high > 1.01 or c.ci_low < 1 / 1.01 for c in quiet)
 
 
 def test_the_prior_comes_from_the_profile_when_the_suite_is_too_small(five):

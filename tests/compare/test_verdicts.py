@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci.compare.comparison import CompareOptions
+from perfci.compare.comparison import CompareOptions, missing_cases
 from perfci.compare.verdicts import compare
+from perfci.verdict import SuiteShift, Verdict
 from perfci.results import ResultRow, ResultTable, read_results
 from perfci.compare.simulate import SimConfig, simulate_pair, without_clocks
 
@@ -99,6 +100,17 @@ def test_broken_added_removed_and_skipped():
     assert got == {"a": "unchanged", "b": "broken", "c": "removed", "e": "added", "d": "skipped"}
     assert res.regressed
     assert res.cases[0].verdict == "broken"
+
+
+def test_verdicts_are_the_shared_vocabulary_and_missing_is_compare_s_rule():
+    base = _table([_row("a"), _row("b"), _row("c"), _row("d", status="skip"), _row("f")])
+    cur = _table([_row("a"), _row("b", status="error", message="boom"), _row("d", status="skip"),
+                  _row("f", status="skip")])
+    res = compare(base, cur)
+    assert all(isinstance(c.verdict, Verdict) for c in res.cases) and isinstance(res.suite, SuiteShift)
+    assert _verdict(res, ("b", "4096x4096x4096", "bf16")).reason == "ok in base, error in cur: boom"
+    # Removed, or skipped tonight after an ok base; a case skipped on both sides is not missing.
+    assert missing_cases(res) == [("f", "4096x4096x4096", "bf16"), ("c", "4096x4096x4096", "bf16")]
 
 
 def test_fixed_case_is_not_a_regression():

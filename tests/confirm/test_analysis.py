@@ -12,6 +12,7 @@ import scipy.stats as ss
 from perfci import stats
 from perfci.confirm import analysis as A
 from perfci.confirm.analysis import Round, StoppingRule, analyze, analyze_case, look, next_round_needed
+from perfci.verdict import SuiteShift, Verdict
 
 
 def ratio_rounds(ratios, base=100.0):
@@ -60,30 +61,13 @@ def test_within_a_round_the_sides_are_averaged_in_logs_before_the_difference():
     assert d == pytest.approx([first, first, math.log(1.02)])
 
 
-def test_signed_rank_matches_scipy_and_the_walsh_interval_has_the_table_s_critical_value():
-    rng = np.random.default_rng(1)
-    for n in (6, 9, 14, 25):
-        x = rng.normal(0.3, 1.0, n)
-        assert A.signed_rank(x, 0.95).p_value == pytest.approx(ss.wilcoxon(x, method="exact").pvalue, rel=1e-9)
-    # n = 8 at 95% two-sided: critical T = 3 (tables), so the interval is [W(4), W(33)] of the 36 Walsh averages.
-    x = np.array([0.8, -0.3, 1.9, 0.4, 1.1, 2.5, -0.9, 0.6])
-    walsh = np.sort([(x[i] + x[j]) / 2 for i in range(8) for j in range(i, 8)])
-    est = A.signed_rank(x, 0.95)
-    assert (est.low, est.high, est.confident) == (walsh[3], walsh[32], True)
-    assert est.estimate == pytest.approx(np.median(walsh))
-    # Five rounds can never reach 95% with ranks (2 / 2**5 > 0.05): the range, not confident.
-    assert not A.signed_rank(x[:5], 0.95).confident
-
-
-def test_signed_rank_with_ties_and_zeros_uses_the_corrected_normal_approximation():
-    x = np.array([0.0, 1.0, 1.0, -2.0, 3.0, 3.0, 3.0, 4.0])
-    nz = x[x != 0]
-    ranks = ss.rankdata(np.abs(nz))
-    t_plus, m = ranks[nz > 0].sum(), nz.size
-    _, cnt = np.unique(np.abs(nz), return_counts=True)
-    var = m * (m + 1) * (2 * m + 1) / 24 - (cnt**3 - cnt).sum() / 48
-    z = (abs(t_plus - m * (m + 1) / 4) - 0.5) / math.sqrt(var)
-    assert A.signed_rank(x, 0.95).p_value == pytest.approx(2 * ss.norm.sf(z))
+def test_verdicts_and_the_suite_shift_are_the_shared_vocabulary():
+    res = analyze(noisy_session(np.random.default_rng(3), 8, 6, planted={0: math.log(1.05)}))
+    assert list(res.counts) == ["regressed", "improved", "unchanged", "inconclusive"]
+    assert all(isinstance(c.verdict, Verdict) for c in res.cases)
+    assert isinstance(res.suite, SuiteShift) and isinstance(res.suite.verdict, Verdict)
+    off = analyze(noisy_session(np.random.default_rng(3), 8, 6), common_mode=False)
+    assert off.suite.verdict == Verdict.NOT_JUDGED == "n/a" and off.suite.reason == "common mode off"
 
 
 # --------------------------------------------------------------------------- what must cancel
