@@ -80,7 +80,10 @@ def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path):
     v = verdict(out)
     assert [r["status"] for r in read_rows(out / "run.csv")] == ["ok"]  # still right: passed its check
     assert (v["sha"], v["good_sha"]) == (tonight, good)
-    assert [c["verdict"] for c in v["cases"]] == ["regressed"]
+    # Tonight against last night is two live runs minutes apart, and a 2-core machine under other
+    # work has read the ~5x plant as `inconclusive` there. Compare only flags; confirm decides, its
+    # rounds interleaved so that the machine's drift falls on both sides alike.
+    assert [c["verdict"] for c in v["cases"]] in (["regressed"], ["inconclusive"])
     assert [c["verdict"] for c in v["confirmed"]] == ["regressed"]
     assert v["confirmed_regression"] is True and v["exit_code"] == 1
     assert v["culprit"]["sha"] == plant and v["culprit"]["subject"] == "gemv: walk K again"
