@@ -1,37 +1,47 @@
 """The statistics of ``perfci confirm``: interleaved rounds in, a frozen Confirmation out.
 
-Pure: no printing, no files. :mod:`perfci.confirm.session` measures the rounds.
+Pure: no printing, no files. :mod:`perfci.confirm.session` measures the rounds,
+:mod:`perfci.confirm.stopping` decides when to look and when to stop.
 One run against one stored run resolves ~10% on an H200, because whole runs
-drift against each other (the cases of a run move together by 1-3%, at times
-3-5%). Confirmation measures base and cur alternately on one GPU in rounds of
-four runs, ABBA. Per round, ``d_r = mean(log cur_r) - mean(log base_r)`` cancels
-the round's level and any linear trend across it; a case is judged by a
-one-sample interval on its ``d_r`` (benchmarks/confirm_validation.py has the figures).
+drift against each other. Confirmation measures base and cur alternately on one
+machine in rounds of four runs, ABBA. Per round, ``d_r = mean(log cur_r) -
+mean(log base_r)`` cancels the round's level and any linear trend across it; a
+case is judged by a one-sample interval on its ``d_r``
+(benchmarks/confirm_validation.py and benchmarks/confirm_defaults.py have the figures).
 
-1. **Per-run common mode** (:func:`analyze`, >= ``min_cases`` cases). A run's
-   drift is shared by its cases: its factor (the median over the other cases of
-   their deviation from their round centre) is divided out, leaving measurement
-   noise (0.5-1%) instead of run drift in ``d_r``. This takes 10% down to 3%: a
-   planted +3% on one case of 20 is found in 100% of sessions, 23-37% without it.
-   A case is judged *relative to the suite*, as in ``perfci compare``; the
-   suite-wide change is judged apart (:class:`perfci.verdict.SuiteShift`) on the run drift.
-2. **A t-interval on the d_r** (``method="wilcoxon"``: signed-rank test and the
+1. **Each case on its own change** (the default). The interval of a case is its
+   raw paired interval: nothing another case did can move it.
+2. **A declared reference** (``reference``: cases the change cannot touch, such
+   as the vendor BLAS). Where runs drift together (a CPU host's clock states, a
+   busy neighbour), each run's shared factor, the median over the reference
+   cases of their deviation from their round centre, is divided out of every
+   case, leaving measurement noise instead of run drift: a +3% on one case of 20
+   under 1-3% run drift is found in 100% of sessions, 23-37% without. The factor
+   never comes from the cases under test: taken from all cases (the rule before
+   this one), a change shared by most of them was read as the run's drift and
+   cancelled (H200: 4 of 6 cases ~20% faster read ``unchanged``, the other 2
+   ``regressed +27%``). The reference's own paired change is judged first
+   (:class:`perfci.verdict.SuiteShift`); when it is significant and not inside
+   ±``min_effect_pct``, the reference moved and every case is judged on its own.
+   A reference case is judged against the other reference cases.
+3. **Never ``unchanged`` past the raw interval.** Whatever the reference did, a
+   case whose raw paired interval reaches past ±``min_effect_pct`` is not
+   ``unchanged`` (``inconclusive``, with the raw interval in the reason): a
+   reference can only sharpen a case's interval, never hide a change the case's
+   own rounds still allow.
+4. **A t-interval on the d_r** (``method="wilcoxon"``: signed-rank test and the
    Hodges-Lehmann interval of the Walsh averages; both :mod:`perfci.stats`). At 5-20 rounds with outlier
    runs nominal 95% t-intervals covered 94-98% (ABBA makes ``d_r`` symmetric),
-   rank ones 93-97%; both find +3% as often, but a rank p-value stays >= ``2/2**n``:
-   with alpha split over 4 looks it decides at round 8 at the earliest (a lone
-   case among 20: 12), t at round 5. The suite shift, whose rounds carry whole
-   outlier runs, gets the signed-rank test.
-3. **Verdicts** by :func:`perfci.verdict.decide`, as in compare: ``regressed`` =
+   rank ones 93-97%; a rank p-value stays >= ``2/2**n``, so ranks decide later.
+5. **Verdicts** by :func:`perfci.verdict.decide`, as in compare: ``regressed`` =
    significant after Benjamini-Hochberg across the cases **and** the whole interval
    above +``min_effect_pct``; ``improved`` mirrors it; ``unchanged`` = the interval
    inside ±``min_effect_pct`` (the floor is also the equivalence margin); else
    ``inconclusive`` (always below :data:`MIN_ROUNDS`).
-4. **Stopping** (:class:`StoppingRule`, :func:`look`): optional stopping inflates
-   error rates, so decisions come only at a few pre-set looks, each at ``alpha/K``
-   with a ``1 - (1 - confidence)/K`` interval (Bonferroni over K looks): however
-   the session stops, the chance that any look's interval missed stays <= 1 - confidence.
 
+One estimate per interval: a case's ``ratio`` is the estimate its ``ci_low`` ..
+``ci_high`` belongs to (relative to the reference when one was used); the raw
+paired ratio and its interval are ``raw_ratio``, ``raw_ci_low``, ``raw_ci_high``.
 Every difference is a *badness* log inside (+ = worse), so one rule serves times
 and ``higher_is_better`` metrics; ratios reported are cur/base as measured.
 """
@@ -50,9 +60,9 @@ from perfci.verdict import DECIDED, TESTED, SuiteShift, Verdict, decide
 
 CaseKey = tuple[str, ...]  # (kernel, shape, dtype), or ("metric",) for one bench metric
 METHODS = stats.ONE_SAMPLE_METHODS
-SUITE_METHOD = "wilcoxon"  # the suite shift's rounds carry whole outlier runs: a rank test
 MIN_ROUNDS = 3  # below this no interval is trusted: the case is inconclusive
 RoundSeq = Sequence["Round | tuple"]
+NO_REFERENCE = "no reference declared: each case judged on its own change"
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ class Round:
     """What one round measured of one case, in run order per side.
 
     Position ``j`` of a side must be the same run (process, drift) for every case
-    of the suite: that is how the common mode finds a run's factor. ABBA:
+    of the suite: that is how a reference finds a run's factor. ABBA:
     ``base = (run 1, run 4)``, ``cur = (run 2, run 3)``. ``None`` or NaN marks a
     run that failed for this case and keeps its position; values must be > 0."""
 
@@ -76,10 +86,12 @@ class CaseConfirmation:
     key: CaseKey
     verdict: Verdict  # regressed | improved | unchanged | inconclusive
     reason: str
-    ratio: float | None = None  # judged geometric paired ratio (relative to the suite if common_mode)
+    ratio: float | None = None  # the judged geometric paired ratio: the estimate of ci_low .. ci_high
     ci_low: float | None = None  # interval of ``ratio``, ci_low <= ci_high whatever the orientation
     ci_high: float | None = None
-    raw_ratio: float | None = None  # mean paired ratio before the common mode came out
+    raw_ratio: float | None = None  # the paired ratio with no reference taken out, and its interval
+    raw_ci_low: float | None = None
+    raw_ci_high: float | None = None
     p_value: float | None = None  # two-sided, None when not tested
     q_value: float | None = None  # after Benjamini-Hochberg across the judged cases
     rounds: int = 0  # rounds used: at least one value a side
@@ -90,14 +102,16 @@ class CaseConfirmation:
     min_effect_pct: float = 0.0
     confidence: float = 0.0
     method: str = "t"
-    common_mode: bool = False
+    common_mode: bool = False  # judged relative to the reference's run factors
     higher_is_better: bool = False
 
 
 @dataclass(frozen=True)
 class Confirmation:
     """What a session showed. ``alpha`` and ``confidence`` are the levels used
-    (at a look of a :class:`StoppingRule`: the per-look ones)."""
+    (at a look of a :class:`perfci.confirm.stopping.StoppingRule`: the look's own).
+    ``suite`` is the reference's paired change (``n/a`` without a reference);
+    ``reference_used``: the cases were judged relative to it."""
 
     cases: tuple[CaseConfirmation, ...]
     suite: SuiteShift
@@ -108,15 +122,17 @@ class Confirmation:
     min_effect_pct: float
     method: str
     higher_is_better: bool
+    reference: tuple[CaseKey, ...] = ()  # the cases declared untouched
+    reference_used: bool = False
 
     @property
     def regressed(self) -> bool:
-        """A case, or the suite as a whole, regressed: what fails the gate."""
+        """A case, or the reference as a whole, regressed: what fails the gate."""
         return self.counts.get(Verdict.REGRESSED, 0) > 0 or self.suite.verdict == Verdict.REGRESSED
 
     @property
     def inconclusive(self) -> bool:
-        """A judged case is undecided (the suite shift, often undecided, does not count)."""
+        """A judged case is undecided (the reference's shift does not count)."""
         return self.counts.get(Verdict.INCONCLUSIVE, 0) > 0
 
     def case(self, key: Iterable[str]) -> CaseConfirmation:
@@ -178,6 +194,14 @@ def _interval(est: Estimate, hib: bool) -> tuple[float, float, float]:
     return _ratio(est.estimate, hib), lo, hi
 
 
+def _pct(x: float) -> str:
+    return f"{100.0 * math.expm1(x):+.2f}%"
+
+
+def _inside(est: Estimate, floor: float) -> bool:
+    return -floor < est.low and est.high < floor
+
+
 def _judge(d: np.ndarray, floor: float, confidence: float, method: str, q_value: float | None,
            alpha: float | None) -> tuple[Verdict, str, Estimate | None]:
     """Verdict of badness differences ``d`` against ``floor`` (a log ratio), which is
@@ -196,7 +220,7 @@ def _judge(d: np.ndarray, floor: float, confidence: float, method: str, q_value:
 def analyze_case(rounds: RoundSeq, min_effect_pct: float, confidence: float = 0.95, *,
                  key: Iterable[str] = ("metric",), higher_is_better: bool = False, method: str = "t",
                  q_value: float | None = None, alpha: float | None = None) -> CaseConfirmation:
-    """Judge one case from its own rounds (no common mode: that needs the suite, :func:`analyze`).
+    """Judge one case from its own rounds (a reference needs the suite: :func:`analyze`).
 
     ``rounds`` in measurement order, each a :class:`Round` or (base values, cur
     values). Significant: ``p_value <= 1 - confidence``, or ``q_value <= alpha``
@@ -208,10 +232,19 @@ def analyze_case(rounds: RoundSeq, min_effect_pct: float, confidence: float = 0.
 def _case(key: CaseKey, base: np.ndarray, cur: np.ndarray, raw: tuple[np.ndarray, np.ndarray] | None,
           min_effect_pct: float, confidence: float, hib: bool, method: str, q_value: float | None,
           alpha: float | None) -> CaseConfirmation:
+    """One case from its (adjusted) tables; ``raw``: its tables before the reference came out."""
     d = _diffs(base, cur, hib)
     d_raw = d if raw is None else _diffs(*raw, hib)
+    floor = math.log1p(min_effect_pct / 100.0)
     used = ~np.isnan(_row_means(base)) & ~np.isnan(_row_means(cur))
-    verdict, reason, est = _judge(d, math.log1p(min_effect_pct / 100.0), confidence, method, q_value, alpha)
+    verdict, reason, est = _judge(d, floor, confidence, method, q_value, alpha)
+    raw_est = est if raw is None else (stats.one_sample(d_raw, confidence, method) if d_raw.size >= MIN_ROUNDS
+                                       else None)
+    if verdict == Verdict.UNCHANGED and raw is not None and not (raw_est is not None and _inside(raw_est, floor)):
+        # The reference narrowed the interval; the case's own rounds still allow a change past the floor.
+        reach = f"[{_pct(raw_est.low)}, {_pct(raw_est.high)}]" if raw_est is not None else "(none)"
+        verdict, reason = (Verdict.INCONCLUSIVE, f"inside the floor relative to the reference, but the raw "
+                           f"paired interval {reach} reaches past +-{min_effect_pct:g}%")
     out = CaseConfirmation(
         key=key, verdict=verdict, reason=reason, rounds=int(d.size), rounds_total=int(base.shape[0]),
         n_base=int(np.sum(~np.isnan(base[used]))), n_cur=int(np.sum(~np.isnan(cur[used]))),
@@ -219,6 +252,8 @@ def _case(key: CaseKey, base: np.ndarray, cur: np.ndarray, raw: tuple[np.ndarray
         spread_pct=100.0 * float(d.std(ddof=1)) if d.size >= 2 else None,
         min_effect_pct=min_effect_pct, confidence=confidence, method=method,
         common_mode=raw is not None, higher_is_better=hib, q_value=q_value)
+    if raw_est is not None:
+        out = replace(out, **dict(zip(("raw_ratio", "raw_ci_low", "raw_ci_high"), _interval(raw_est, hib))))
     if est is None:
         return out
     ratio, lo, hi = _interval(est, hib)
@@ -226,17 +261,20 @@ def _case(key: CaseKey, base: np.ndarray, cur: np.ndarray, raw: tuple[np.ndarray
                    q_value=est.p_value if q_value is None else q_value)
 
 
-# --------------------------------------------------------------------------- the suite
+# --------------------------------------------------------------------------- the reference's run factors
 
 
-def _deviations(tables: Sequence[tuple[np.ndarray, np.ndarray]], effects: np.ndarray | None = None
+Tables = tuple[np.ndarray, np.ndarray]
+
+
+def _deviations(tables: Sequence[Tables], shape: tuple[int, int, int], effects: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every case's deviation in every run, stacked (case, round, position) per side: a
-    log value minus the case's round centre (the mean of its sides' means, so a case's
-    own change is not the run's), less ``effects`` (each case's own change) so a
-    changed case cannot pull the medians at all (median polish)."""
-    rows = max(t[0].shape[0] for t in tables)
-    wb, wc = max(t[0].shape[1] for t in tables), max(t[1].shape[1] for t in tables)
+    """Every case's deviation in every run, stacked (case, round, position) per side, padded
+    to ``shape`` (rounds, base positions, cur positions): a log value minus the case's round
+    centre (the mean of its sides' means, so a case's own change is not the run's), less
+    ``effects`` (each case's own change) so a changed case cannot pull the medians at all
+    (median polish)."""
+    rows, wb, wc = shape
     devs_b, devs_c = np.full((len(tables), rows, wb), np.nan), np.full((len(tables), rows, wc), np.nan)
     for i, (b, c) in enumerate(tables):
         centre = ((_row_means(b) + _row_means(c)) / 2.0)[:, None]  # NaN unless both sides have a value
@@ -246,31 +284,45 @@ def _deviations(tables: Sequence[tuple[np.ndarray, np.ndarray]], effects: np.nda
     return devs_b, devs_c
 
 
-def _factors(devs_b: np.ndarray, devs_c: np.ndarray, min_cases: int, drop: int | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _factors(devs_b: np.ndarray, devs_c: np.ndarray, min_cases: int, drop: int | None = None) -> Tables:
     """Each run's shared log factor: the median deviation over the cases measured in it
     (a few changed or disturbed cases cannot move it), leaving out case ``drop`` (a
-    case judged against factors it is part of is pulled towards the suite: 94.5%
+    case judged against factors it is part of is pulled towards them: 94.5%
     coverage, not 95%). NaN for a run with fewer than ``min_cases`` cases (the
     dropped one included): its values are then left out, their drift unknown."""
     out = []
     for devs in (devs_b, devs_c):
         if drop is not None:
             devs = np.delete(devs, drop, axis=0)
-        enough = np.sum(~np.isnan(devs), axis=0) >= min_cases - (drop is not None)
+        enough = np.sum(~np.isnan(devs), axis=0) >= max(1, min_cases - (drop is not None))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN runs: NaN, as meant
             out.append(np.where(enough, np.nanmedian(devs, axis=0), np.nan))
     return out[0], out[1]
 
 
-def _adjust(b: np.ndarray, c: np.ndarray, fb: np.ndarray, fc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _adjust(b: np.ndarray, c: np.ndarray, fb: np.ndarray, fc: np.ndarray) -> Tables:
     return b - fb[:b.shape[0], :b.shape[1]], c - fc[:c.shape[0], :c.shape[1]]
+
+
+def _reference_factors(refs: Sequence[Tables], shape: tuple[int, int, int], min_cases: int
+                       ) -> tuple[tuple[np.ndarray, np.ndarray], Tables]:
+    """The reference cases' polished deviations and their run factors."""
+    fb, fc = _factors(*_deviations(refs, shape), min_cases)
+    # Second pass with each reference case's own change (relative to the others) out of its
+    # deviations: one case moving +5% among 20 moved every factor by 0.08% before.
+    eff = np.array([np.mean(d) if (d := _diffs(*_adjust(b, c, fb, fc), False)).size else math.nan
+                    for b, c in refs])
+    devs = _deviations(refs, shape, None if np.isnan(eff).all() else eff - np.nanmedian(eff))
+    return devs, _factors(*devs, min_cases)
+
+
+# --------------------------------------------------------------------------- the suite
 
 
 def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0, alpha: float = 0.05,
             confidence: float = 0.95, *, higher_is_better: bool = False, method: str = "t",
-            common_mode: bool = True, min_cases: int = 6,
+            reference: Iterable[Iterable[str]] | None = None, min_cases: int = 1,
             focus: Iterable[Iterable[str]] | None = None) -> Confirmation:
     """Judge every case of an interleaved session, with Benjamini-Hochberg across them.
 
@@ -280,136 +332,65 @@ def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0
             missing from a round gets an empty (or all-None) round, not none.
         min_effect_pct: the floor, percent; alpha: the false discovery rate;
             confidence: the level of every interval.
-        common_mode: divide out each run's shared factor when at least
-            ``min_cases`` cases were measured, and judge the suite-wide shift apart.
+        reference: the cases declared untouched by the change (measured ones);
+            None or empty: every case judged on its own change. Their run
+            factors are divided out of every case unless the reference itself
+            moved (its paired change significant and not inside the floor).
+        min_cases: the fewest reference cases for a reference at all, and in a
+            run for its factor to count.
         focus: the cases to judge (BH over these only) when the others were
-            measured only to find the run factors; chosen before this session's
+            measured only for the reference; chosen before this session's
             data (what compare flagged), or the BH guarantee is lost. None: all.
     """
     tables = {tuple(k): _table(v) for k, v in cases.items()}
     judged = list(tables) if focus is None else [tuple(k) for k in focus]
-    if [k for k in judged if k not in tables]:
-        raise ValueError(f"focus names cases that were not measured: {[k for k in judged if k not in tables]}")
-    use_cm = common_mode and len(tables) >= min_cases
-    adjusted = {k: tables[k] for k in judged}
-    if use_cm:
-        tabs, index = list(tables.values()), {k: i for i, k in enumerate(tables)}
-        fb, fc = _factors(*_deviations(tabs), min_cases)
-        # Second pass with each case's own change (relative to the suite) out of its deviations:
-        # one +5% case among 20 moved every other case by -0.08% (-3 points of coverage at 20 rounds).
-        eff = np.array([np.mean(d) if (d := _diffs(*_adjust(b, c, fb, fc), False)).size else math.nan
-                        for b, c in tabs])
-        devs = _deviations(tabs, None if np.isnan(eff).all() else eff - np.nanmedian(eff))
-        fb, fc = _factors(*devs, min_cases)
-        adjusted = {k: _adjust(*tables[k], *_factors(*devs, min_cases, index[k])) for k in judged}
-    pvals = []  # BH over the cases that can be tested at all
-    for k in judged:
-        d = _diffs(*adjusted[k], higher_is_better)
-        pvals.append(stats.one_sample(d, confidence, method).p_value if d.size >= MIN_ROUNDS else math.nan)
-    results = tuple(_case(k, *adjusted[k], tables[k] if use_cm else None, min_effect_pct, confidence,
-                          higher_is_better, method, None if math.isnan(q) else float(q), alpha)
-                    for k, q in zip(judged, stats.benjamini_hochberg(pvals)))
-    if use_cm:  # per round: mean cur run factor - mean base run factor, the suite's paired difference
+    refs = list(dict.fromkeys(tuple(k) for k in (reference or ())))
+    for what, keys in (("focus", judged), ("reference", refs)):
+        if [k for k in keys if k not in tables]:
+            raise ValueError(f"{what} names cases that were not measured: {[k for k in keys if k not in tables]}")
+    floor = math.log1p(min_effect_pct / 100.0)
+    adjusted: dict[CaseKey, Tables] = {k: tables[k] for k in judged}
+    used, suite = False, SuiteShift(Verdict.NOT_JUDGED, NO_REFERENCE, n_cases=len(refs))
+    if refs and len(refs) < min_cases:
+        suite = replace(suite, reason=f"fewer than {min_cases} reference cases: each case judged on its own change")
+    elif refs:
+        all_tables = list(tables.values())
+        shape = (max(t[0].shape[0] for t in all_tables), max(t[0].shape[1] for t in all_tables),
+                 max(t[1].shape[1] for t in all_tables))
+        devs, (fb, fc) = _reference_factors([tables[k] for k in refs], shape, min_cases)
+        # The reference's own paired change, judged with the cases' method: a move it makes is
+        # taken out of every case, so a significant one must not go unnoticed.
         s = _diffs(fb, fc, higher_is_better)
-        verdict, reason, est = _judge(s, math.log1p(min_effect_pct / 100.0), confidence, SUITE_METHOD,
-                                      None, alpha)
-        suite = SuiteShift(verdict, reason, rounds=int(s.size), n_cases=len(tables),
+        verdict, reason, est = _judge(s, floor, confidence, method, None, alpha)
+        moved = est is not None and est.confident and est.p_value <= alpha and not _inside(est, floor)
+        suite = SuiteShift(verdict, reason, rounds=int(s.size), n_cases=len(refs),
                            spread_pct=100.0 * float(s.std(ddof=1)) if s.size >= 2 else None)
         if est is not None:
             ratio, lo, hi = _interval(est, higher_is_better)
             suite = replace(suite, ratio=ratio, ci_low=lo, ci_high=hi, p_value=est.p_value)
-    else:
-        suite = SuiteShift(Verdict.NOT_JUDGED, "common mode off" if not common_mode else
-                           f"fewer than {min_cases} cases: no common mode", n_cases=len(tables))
+        if moved:
+            suite = replace(suite, reason=f"the reference moved ({reason}): each case judged on its own change")
+        else:
+            used = True
+            index = {k: i for i, k in enumerate(refs)}
+            for k in judged:
+                if k not in index:
+                    adjusted[k] = _adjust(*tables[k], fb, fc)
+                elif len(refs) > 1:  # a reference case against the others
+                    adjusted[k] = _adjust(*tables[k], *_factors(*devs, min_cases, index[k]))
+    pvals = []  # BH over the cases that can be tested at all
+    for k in judged:
+        d = _diffs(*adjusted[k], higher_is_better)
+        pvals.append(stats.one_sample(d, confidence, method).p_value if d.size >= MIN_ROUNDS else math.nan)
+    results = tuple(_case(k, *adjusted[k], tables[k] if adjusted[k] is not tables[k] else None, min_effect_pct,
+                          confidence, higher_is_better, method, None if math.isnan(q) else float(q), alpha)
+                    for k, q in zip(judged, stats.benjamini_hochberg(pvals)))
     counts = {v: sum(1 for c in results if c.verdict == v) for v in TESTED}
     n_rounds = max((t[0].shape[0] for t in tables.values()), default=0)
     return Confirmation(results, suite, counts, n_rounds, alpha, confidence, min_effect_pct, method,
-                        higher_is_better)
-
-
-# --------------------------------------------------------------------------- stopping
+                        higher_is_better, tuple(refs), used)
 
 
 def decided(case: CaseConfirmation | SuiteShift) -> bool:
     """A case needs no more rounds: regressed, improved or unchanged."""
     return case.verdict in DECIDED
-
-
-@dataclass(frozen=True)
-class StoppingRule:
-    """When the session may stop. Decisions come only at ``looks`` (rounds completed),
-    each at ``alpha / K`` with a ``1 - (1 - confidence) / K`` interval, K = len(looks):
-    stopping at the first look that decides every case keeps the error rates of one
-    analysis (Bonferroni). Few looks: 4 widen a 20-round t-interval by ~30%."""
-
-    looks: tuple[int, ...] = (5, 10, 15, 20)
-    alpha: float = 0.05
-    confidence: float = 0.95
-    min_effect_pct: float = 1.0
-    method: str = "t"
-
-    def __post_init__(self):
-        if not self.looks or list(self.looks) != sorted(set(self.looks)) or self.looks[0] < MIN_ROUNDS:
-            raise ValueError(f"looks must be increasing round counts >= {MIN_ROUNDS}, not {self.looks}")
-
-    @property
-    def min_rounds(self) -> int:
-        return self.looks[0]
-
-    @property
-    def max_rounds(self) -> int:
-        return self.looks[-1]
-
-    @property
-    def look_alpha(self) -> float:
-        return self.alpha / len(self.looks)
-
-    @property
-    def look_confidence(self) -> float:
-        return 1.0 - (1.0 - self.confidence) / len(self.looks)
-
-    def next_look(self, rounds: int) -> int:
-        return next((k for k in self.looks if k > rounds), self.max_rounds)
-
-    @classmethod
-    def spaced(cls, min_rounds: int = 5, max_rounds: int = 20, n_looks: int = 4, **kw) -> "StoppingRule":
-        """``n_looks`` looks evenly spaced from ``min_rounds`` to ``max_rounds``."""
-        n = max(1, min(n_looks, max_rounds - min_rounds + 1))
-        return cls(looks=tuple(sorted({int(round(x)) for x in np.linspace(min_rounds, max_rounds, n)})), **kw)
-
-
-@dataclass(frozen=True)
-class Look:
-    rounds: int  # rounds completed (the longest case)
-    at_look: bool  # a decision point: one of the rule's looks, the last round, or forced
-    stop: bool
-    reason: str
-    confirmation: Confirmation | None  # the analysis at the per-look levels; None between looks
-
-
-def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_is_better: bool = False,
-         focus: Iterable[Iterable[str]] | None = None, force: bool = False, **analyze_kw) -> Look:
-    """After a round: stop or go on, and at a look the analysis to report.
-
-    ``force``: analyse and stop now (the budget ran out). That analysis is one of
-    the K looks (the ones after it never happen), so the guarantee holds.
-    ``analyze_kw`` go to :func:`analyze` (``common_mode``, ``min_cases``)."""
-    n = max((len(v) for v in cases.values()), default=0)
-    if not force and n < rule.max_rounds and n not in rule.looks:
-        why = f"{n} < {rule.min_rounds} rounds" if n < rule.min_rounds else f"next look at {rule.next_look(n)}"
-        return Look(n, False, False, why, None)
-    conf = analyze(cases, rule.min_effect_pct, rule.look_alpha, rule.look_confidence,
-                   higher_is_better=higher_is_better, method=rule.method, focus=focus, **analyze_kw)
-    undecided = sum(1 for c in conf.cases if not decided(c))
-    if force:
-        return Look(n, True, True, f"stopped on request; {undecided} undecided", conf)
-    if n >= rule.max_rounds:
-        return Look(n, True, True, f"max rounds ({rule.max_rounds}); {undecided} undecided", conf)
-    if undecided == 0:
-        return Look(n, True, True, "every case decided", conf)
-    return Look(n, True, False, f"{undecided} undecided; next look at {rule.next_look(n)}", conf)
-
-
-def next_round_needed(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, **look_kw) -> bool:
-    """True while the session should measure another round (see :func:`look`)."""
-    return not look(cases, rule, **look_kw).stop

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from perfci.args import percentage, probability
+from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
 
 DESCRIPTION = """\
@@ -19,8 +20,11 @@ and the rounds' spread, not one run's repeats, sets the interval.
 A case is `regressed` when CUR is slower beyond --min-effect with the whole
 confidence interval past it, after false-discovery control across the cases;
 `unchanged` when the interval lies within +-min-effect; `inconclusive` when the
-rounds ran out first. Rounds stop early once every case is decided (from
---min-rounds on), or at --max-rounds or --budget.
+time ran out first. Each case is judged on its own change, unless --reference
+names cases the change cannot touch (e.g. the vendor BLAS): their shared run
+drift is then taken out of every case. The session stops once every case is
+decided (looks from --min-rounds on), when --budget is spent, or when the time
+left could not decide the cases still open; --max-rounds is an optional cap.
 
 What is measured: the last number BENCH_CMD prints (lower is better), or
 --metric / --json-path / --csv-column with --case as in perfci bisect; or, with
@@ -31,6 +35,7 @@ PATH (e.g. `-- perfci run decode --cases flagged.json --out r.csv` with
 EPILOG = """\
 examples:
   perfci confirm main -- ./bench.sh --size 4096
+  perfci confirm main --suite decode --reference kernel=torch_matmul --budget 1200
   perfci confirm v1.4 HEAD --results r.csv -- perfci run decode --filter 'M<=16' --out r.csv
   perfci confirm --abort        # after a kill -9: remove the worktrees
 
@@ -56,16 +61,21 @@ def _options(p: argparse.ArgumentParser) -> None:
     m.add_argument("--higher-is-better", action="store_true", help="the metric is a throughput")
     s = p.add_argument_group("rounds and verdicts")
     s.add_argument("--min-rounds", type=int, default=5, metavar="N", help="rounds before any verdict (default 5)")
-    s.add_argument("--max-rounds", type=int, default=20, metavar="N", help="stop after N rounds (default 20)")
-    s.add_argument("--budget", type=float, metavar="S", help="stop starting rounds after S seconds")
+    s.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                   help="start no round that would end after S seconds of rounds (default %(default)g); the "
+                        "session stops earlier once every case is decided")
+    s.add_argument("--max-rounds", type=int, metavar="N", help="stop after N rounds at most (default: no cap)")
     s.add_argument("--min-effect", type=percentage, default=1.0, metavar="PCT",
                    help="the smallest change that counts, in percent (default 1)")
     s.add_argument("--alpha", type=probability, default=0.05, help="false discovery rate across cases (default 0.05)")
     s.add_argument("--strict", action="store_true", help="exit 3 when any case stays inconclusive")
-    s.add_argument("--no-common-mode", dest="common_mode", action="store_false",
-                   help="judge every case on its own change: no run factor from the other cases, no suite "
-                        "shift. For cases chosen because they moved (compare's flags, which perfci nightly "
-                        "passes): judged relative to each other, a change they share would cancel out")
+    s.add_argument("--reference", metavar="EXPR",
+                   help="cases the change cannot touch (a --filter expression, e.g. 'kernel=torch_matmul'): "
+                        "each run's drift is estimated from them and taken out of every case; if they moved "
+                        "themselves, each case is judged on its own. Default: no reference, each case on its own "
+                        "change (never the other cases under test: a change most of them share would cancel)")
+    s.add_argument("--no-common-mode", action="store_true",
+                   help="each case judged on its own change, no reference (the default; kept for scripts)")
     w = p.add_argument_group("or measure a suite's cases in warm workers, one per revision (no bench command)")
     w.add_argument("--suite", metavar="SUITE", help="a suite name or .toml (as perfci run): its cases are "
                    "measured by a worker per revision that imports torch once; a round costs only the "
@@ -148,10 +158,16 @@ class _OptionParser(argparse.ArgumentParser):
 def _check_rounds(args: argparse.Namespace) -> None:
     from perfci.confirm.analysis import MIN_ROUNDS
 
-    if not MIN_ROUNDS <= args.min_rounds <= args.max_rounds:
+    if not MIN_ROUNDS <= args.min_rounds <= (args.max_rounds if args.max_rounds is not None else args.min_rounds):
         raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
-    if args.budget is not None and not args.budget > 0:
+    if not args.budget > 0:
         raise PerfciError("--budget must be a positive number of seconds")
+    if args.reference is not None and args.no_common_mode:
+        raise PerfciError("--reference and --no-common-mode contradict each other: drop one")
+    if args.reference is not None:
+        from perfci.confirm.reference import reference_filter
+
+        reference_filter(args.reference)  # a malformed expression fails before any worktree is made
     if args.timeout is not None and not args.timeout > 0:
         raise PerfciError("--timeout must be positive")
 
@@ -176,11 +192,13 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     if args.results and args.higher_is_better:
         raise PerfciError("--results times are microseconds, lower is better: drop --higher-is-better")
     _check_rounds(args)
+    if args.reference is not None and not args.results:
+        raise PerfciError("--reference names cases: use it with --results or --suite, not with one bench metric")
     bench = BenchSpec(tuple(command), _build(args), metric, args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
-                         min_effect_pct=args.min_effect, alpha=args.alpha, common_mode=args.common_mode)
+                         min_effect_pct=args.min_effect, alpha=args.alpha, reference=args.reference)
 
 
 def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str]):
@@ -196,10 +214,14 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
 
     spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, args.timeout,
                       args.isolation)
+    if args.reference is not None:
+        from perfci.confirm.reference import reference_keys
+
+        reference_keys(args.reference, [c.key for c in spec.cases], {c.key: c for c in spec.cases})
     bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), _build(args), MetricSpec(), args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
-                         min_effect_pct=args.min_effect, alpha=args.alpha, common_mode=args.common_mode,
+                         min_effect_pct=args.min_effect, alpha=args.alpha, reference=args.reference,
                          suite=spec)
 
 

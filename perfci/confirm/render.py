@@ -10,9 +10,11 @@ from perfci.confirm.analysis import CaseConfirmation, Confirmation
 from perfci.verdict import Verdict
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??"}
+# ratio is the estimate of ci_low .. ci_high (relative to the reference when one was used);
+# the raw paired ratio and its interval carry "raw" in their names.
 CSV_FIELDS = ("kernel", "shape", "dtype", "metric", "verdict", "ratio", "ci_low", "ci_high", "p_value",
-              "q_value", "rounds", "spread_pct", "reason")
-# What the JSON summary shows of the suite shift (perfci.verdict.SuiteShift), in this order.
+              "q_value", "rounds", "spread_pct", "reason", "raw_ratio", "raw_ci_low", "raw_ci_high")
+# What the JSON summary shows of the reference's shift (perfci.verdict.SuiteShift), in this order.
 SUITE_FIELDS = ("verdict", "reason", "ratio", "ci_low", "ci_high", "p_value", "rounds", "n_cases", "spread_pct")
 
 
@@ -33,8 +35,9 @@ def _clean(value):
 def _case_dict(case: CaseConfirmation) -> dict:
     return {**_name(case), "verdict": case.verdict, "ratio": _clean(case.ratio), "ci_low": _clean(case.ci_low),
             "ci_high": _clean(case.ci_high), "rounds": case.rounds, "p_value": _clean(case.p_value),
-            "q_value": _clean(case.q_value), "raw_ratio": _clean(case.raw_ratio),
-            "spread_pct": _clean(case.spread_pct), "reason": case.reason}
+            "q_value": _clean(case.q_value), "relative_to_reference": case.common_mode,
+            "raw_ratio": _clean(case.raw_ratio), "raw_ci_low": _clean(case.raw_ci_low),
+            "raw_ci_high": _clean(case.raw_ci_high), "spread_pct": _clean(case.spread_pct), "reason": case.reason}
 
 
 def _explanations(conf: Confirmation, rounds) -> dict:
@@ -68,26 +71,46 @@ def _identity(sides, cfg) -> str:
     return f"{base.ref} ({base.sha[:12]}) -> {cur.ref} ({cur.sha[:12]})"
 
 
-def _summary(conf: Confirmation, rounds, sides, cfg) -> list[str]:
-    lines = [f"verdicts: {_headline(conf)}; {conf.rounds} rounds, {rounds.bench_runs} bench runs, "
-             f"{rounds.seconds:.0f} s",
-             f"a case counts past +-{conf.min_effect_pct:g}% with its whole {100 * conf.confidence:.1f}% interval "
-             f"(false discovery rate {conf.alpha:.3g} across cases at this look)"]
+def _level(conf: Confirmation) -> str:
+    return f"{100 * conf.confidence:.4g}% CI"
+
+
+def _reference_line(conf: Confirmation) -> str:
+    """What each case was judged against: itself, or the reference (and how the reference moved)."""
     suite = conf.suite
-    if suite.verdict != Verdict.NOT_JUDGED:
-        lines.append(f"suite-wide change (taken out of every case): {_pct(suite.ratio)} "
-                     f"[{_pct(suite.ci_low)}, {_pct(suite.ci_high)}], {suite.verdict}")
-    return lines
+    if not conf.reference:
+        return "each case judged on its own change (no --reference)"
+    names = ", ".join(" ".join(k) for k in conf.reference[:3]) + (" ..." if len(conf.reference) > 3 else "")
+    moved = (f"{_pct(suite.ratio)} [{_pct(suite.ci_low)}, {_pct(suite.ci_high)}], {suite.verdict}"
+             if suite.ratio is not None else f"{suite.verdict}")
+    if conf.reference_used:
+        return (f"reference ({len(conf.reference)} case(s): {names}): its change {moved}; its run drift is taken "
+                f"out of every case, so cur/base is relative to it; raw cur/base is the case's own")
+    return f"reference ({len(conf.reference)} case(s): {names}) not used: {suite.reason}; its change {moved}"
+
+
+def _summary(conf: Confirmation, rounds, sides, cfg) -> list[str]:
+    return [f"verdicts: {_headline(conf)}; {conf.rounds} rounds, {rounds.bench_runs} bench runs, "
+            f"{rounds.seconds:.0f} s",
+            f"a case counts past +-{conf.min_effect_pct:g}% with its whole {100 * conf.confidence:.4g}% interval "
+            f"(false discovery rate {conf.alpha:.3g} across cases at this look)",
+            _reference_line(conf)]
+
+
+def _raw(case: CaseConfirmation) -> str:
+    return _pct(case.raw_ratio)
 
 
 def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
-    header = ("", "case", "cur/base", "95% CI", "rounds", "q", "verdict")
+    raw = conf.reference_used
+    header = ("", "case", "cur/base", _level(conf), *(("raw cur/base",) if raw else ()), "rounds", "q", "verdict")
     rows = [header]
     for case in conf.cases:
         name = " ".join(case.key)
         ci = f"[{_pct(case.ci_low)}, {_pct(case.ci_high)}]" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
-        rows.append((MARK[case.verdict], name, _pct(case.ratio), ci, str(case.rounds), q, case.verdict))
+        rows.append((MARK[case.verdict], name, _pct(case.ratio), ci, *((_raw(case),) if raw else ()),
+                     str(case.rounds), q, case.verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = [f"perfci confirm: {_identity(sides, cfg)}"]
     for i, row in enumerate(rows):
@@ -104,13 +127,16 @@ def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
     icon = ":x:" if conf.regressed else ":warning:" if conf.inconclusive else ":white_check_mark:"
     out = [f"### {icon} perfci confirm {_identity(sides, cfg)}: {_headline(conf)}", ""]
     out += [f"- {line}" for line in _summary(conf, rounds, sides, cfg)[1:]]
-    out += ["", "| verdict | case | cur/base | 95% CI | rounds | q |", "|---|---|---:|---|---:|---:|"]
+    raw = conf.reference_used
+    out += ["", f"| verdict | case | cur/base | {_level(conf)} |{' raw cur/base |' if raw else ''} rounds | q |",
+            f"|---|---|---:|---|{'---:|' if raw else ''}---:|---:|"]
     for case in conf.cases:
         verdict = f"**{case.verdict}**" if case.verdict == Verdict.REGRESSED else case.verdict
         ci = f"{_pct(case.ci_low)} .. {_pct(case.ci_high)}" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
         name = " ".join(case.key).replace("|", "\\|")
-        out.append(f"| {verdict} | `{name}` | {_pct(case.ratio)} | {ci} | {case.rounds} | {q} |")
+        out.append(f"| {verdict} | `{name}` | {_pct(case.ratio)} | {ci} |{f' {_raw(case)} |' if raw else ''} "
+                   f"{case.rounds} | {q} |")
     for key, ex in _explanations(conf, rounds).items():
         name = " ".join(key).replace("|", "\\|")
         out += ["", f"<details><summary><code>{name}</code>: {ex.reading}</summary>", "",
@@ -127,6 +153,7 @@ def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
                "inconclusive_any": conf.inconclusive, "rounds": conf.rounds, "bench_runs": rounds.bench_runs,
                "seconds": round(rounds.seconds, 1), "min_effect_pct": conf.min_effect_pct,
                "alpha": conf.alpha, "confidence": conf.confidence, "method": conf.method,
+               "reference": {"cases": [" ".join(k) for k in conf.reference], "used": conf.reference_used},
                "suite": {k: _clean(v) for k, v in conf.suite.to_dict(SUITE_FIELDS).items()}}
     data = {"base": {"ref": base.ref, "sha": base.sha}, "cur": {"ref": cur.ref, "sha": cur.sha},
             "summary": summary, "cases": [_case_dict(c) for c in conf.cases]}

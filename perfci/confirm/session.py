@@ -2,7 +2,7 @@
 
 The IO edge of confirmation: git worktrees (the user's tree, index and branch
 are never touched), processes, files. What the numbers mean is decided by
-:mod:`perfci.confirm.analysis`, after every round once ``min_rounds`` are in.
+:mod:`perfci.confirm.analysis` at the looks :mod:`perfci.confirm.stopping` sets.
 
 A round runs the bench at BASE, CUR, CUR, BASE: a drift that is linear across
 the round (a clock sagging, a host warming up) hits both sides alike, and the
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, bench_once, run_command
+from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError
 from perfci.results import read_results
 
@@ -39,11 +40,11 @@ class ConfirmConfig:
     results_path: str | None = None  # BENCH_CMD writes a perfci results CSV here (relative to the tree)
     higher_is_better: bool = False
     min_rounds: int = 5
-    max_rounds: int = 20
-    budget_s: float | None = None
+    max_rounds: int | None = None  # an optional cap; the budget and the answers end a session
+    budget_s: float | None = DEFAULT_BUDGET_S
     min_effect_pct: float = 1.0
     alpha: float = 0.05
-    common_mode: bool = True  # False: every case judged absolutely (a set chosen because it moved)
+    reference: str | None = None  # a --filter expression: the cases declared untouched; None: each on its own
     arguments: dict = field(default_factory=dict)
     suite: "SuiteSpec | None" = None  # --suite: warm workers measure these cases (perfci.confirm.warm)
 
@@ -94,11 +95,14 @@ class Progress(Protocol):
 
 
 def run(cfg: ConfirmConfig, progress: Progress,
-        decide: Callable[[Rounds, bool], tuple[object | None, bool]]) -> tuple[object, Rounds, tuple[Side, Side]]:
+        decide: Callable[[Rounds, bool, int | None], tuple[object | None, bool, str]]
+        ) -> tuple[object, Rounds, tuple[Side, Side]]:
     """Measure both revisions in rounds until ``decide`` says to stop.
 
-    ``decide(rounds, force) -> (judgement or None, stop)`` is called after every
-    round; ``force`` asks for a judgement now (the budget ran out).
+    ``decide(rounds, force, rounds_left) -> (judgement or None, stop, why)`` is
+    called after every round; ``force`` asks for a judgement now (the budget ran
+    out), ``rounds_left`` is how many more rounds the budget allows at the cost
+    per round so far (None: no budget).
     """
     repo = git.open_repo(cfg.repo_path)
     journal_path = git.state_dir(repo) / JOURNAL
@@ -133,20 +137,24 @@ def run(cfg: ConfirmConfig, progress: Progress,
         gitsession.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal
 
 
-def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool], tuple[object, bool]]:
-    """The ``decide`` of :func:`run`: judgements only at a few pre-set looks, each at a share of alpha.
+def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[object | None, bool, str]]:
+    """The ``decide`` of :func:`run`: judgements only at the rule's looks, each at its share of alpha.
 
-    See :class:`perfci.confirm.analysis.StoppingRule`.
+    See :class:`perfci.confirm.stopping.StoppingRule`. ``--reference`` is matched
+    against the cases the rounds measured (with ``--suite``, as the suite declares them).
     """
-    from perfci.confirm import analysis
+    from perfci.confirm.reference import reference_keys
+    from perfci.confirm.stopping import StoppingRule, look
 
-    rule = analysis.StoppingRule.spaced(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha,
-                                        min_effect_pct=cfg.min_effect_pct)
+    rule = StoppingRule(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha, min_effect_pct=cfg.min_effect_pct)
+    specs = {c.key: c for c in cfg.suite.cases} if cfg.suite is not None else None
 
-    def decide(rounds: Rounds, force: bool) -> tuple[object, bool]:
-        look = analysis.look(rounds.cases(), rule, higher_is_better=cfg.higher_is_better, force=force,
-                             common_mode=cfg.common_mode)
-        return look.confirmation, look.stop
+    def decide(rounds: Rounds, force: bool, rounds_left: int | None) -> tuple[object | None, bool, str]:
+        cases = rounds.cases()
+        reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
+        seen = look(cases, rule, higher_is_better=cfg.higher_is_better, force=force, rounds_left=rounds_left,
+                    reference=reference)
+        return seen.confirmation, seen.stop, seen.reason
 
     return decide
 
@@ -194,7 +202,7 @@ def _env(side: Side) -> dict[str, str]:
 
 
 def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
-            decide: Callable[[Rounds, bool], tuple[object, bool]],
+            decide: Callable[[Rounds, bool, int | None], tuple[object, bool, str]],
             measure: Callable[[Side], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
     by_name = {side.name: side for side in sides}
     rounds = Rounds()
@@ -218,11 +226,12 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
         if rounds.completed == 1:
             _refuse_a_side_that_never_ran(worked, last_failure, sides)
         per_round = rounds.seconds / rounds.completed
-        out_of_budget = cfg.budget_s is not None and rounds.seconds + per_round > cfg.budget_s
-        judgement, stop = decide(rounds, out_of_budget)
-        progress.note(f"round {rounds.completed}: {rounds.bench_runs} bench runs, {rounds.seconds:.0f} s"
-                      + (" (budget reached)" if out_of_budget else ""))
-        if stop or out_of_budget:
+        left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
+        judgement, stop, why = decide(rounds, left == 0, left)
+        budget = "" if left is None else f", ~{left} more in the {cfg.budget_s:g} s budget"
+        progress.note(f"round {rounds.completed}: {rounds.bench_runs} bench runs, {rounds.seconds:.0f} s "
+                      f"({per_round:.1f} s a round{budget}); {why}")
+        if stop or left == 0:
             return judgement, rounds
 
 

@@ -1,7 +1,8 @@
-"""The statistics of ``perfci confirm``: exact numbers, the noise it must see through, and the stopping rule.
+"""The statistics of ``perfci confirm``: exact numbers, the noise it must see through, a declared reference.
 
 Everything seeded; the statistical claims are checked on a few hundred simulated
-sessions (CPU-cheap), the full validation is benchmarks/confirm_validation.py.
+sessions (CPU-cheap), the full validation is benchmarks/confirm_validation.py and
+benchmarks/confirm_defaults.py. The stopping rule: test_stopping.py.
 """
 import math
 
@@ -11,7 +12,7 @@ import scipy.stats as ss
 
 from perfci import stats
 from perfci.confirm import analysis as A
-from perfci.confirm.analysis import Round, StoppingRule, analyze, analyze_case, look, next_round_needed
+from perfci.confirm.analysis import NO_REFERENCE, Round, analyze, analyze_case
 from perfci.verdict import SuiteShift, Verdict
 
 
@@ -61,13 +62,16 @@ def test_within_a_round_the_sides_are_averaged_in_logs_before_the_difference():
     assert d == pytest.approx([first, first, math.log(1.02)])
 
 
-def test_verdicts_and_the_suite_shift_are_the_shared_vocabulary():
-    res = analyze(noisy_session(np.random.default_rng(3), 8, 6, planted={0: math.log(1.05)}))
+def test_verdicts_and_the_reference_shift_are_the_shared_vocabulary():
+    cases = noisy_session(np.random.default_rng(3), 8, 6, planted={0: math.log(1.05)})
+    res = analyze(cases, reference=list(cases)[4:])
     assert list(res.counts) == ["regressed", "improved", "unchanged", "inconclusive"]
     assert all(isinstance(c.verdict, Verdict) for c in res.cases)
     assert isinstance(res.suite, SuiteShift) and isinstance(res.suite.verdict, Verdict)
-    off = analyze(noisy_session(np.random.default_rng(3), 8, 6), common_mode=False)
-    assert off.suite.verdict == Verdict.NOT_JUDGED == "n/a" and off.suite.reason == "common mode off"
+    assert res.reference_used and res.reference == tuple(list(cases)[4:]) and res.suite.n_cases == 4
+    off = analyze(noisy_session(np.random.default_rng(3), 8, 6))
+    assert off.suite.verdict == Verdict.NOT_JUDGED == "n/a" and off.suite.reason == NO_REFERENCE
+    assert not off.reference_used and not any(c.common_mode for c in off.cases)
 
 
 # --------------------------------------------------------------------------- what must cancel
@@ -79,9 +83,9 @@ def test_a_huge_shift_per_round_common_to_both_sides_changes_nothing():
     shifts = np.exp(rng.normal(0, 0.5, 10))  # rounds up to ~3x apart
     shifted = {k: [Round(tuple(v * s for v in r.base), tuple(v * s for v in r.cur)) for r, s in zip(rs, shifts)]
                for k, rs in cases.items()}
-    for common_mode in (True, False):
-        a = analyze(cases, common_mode=common_mode)
-        b = analyze(shifted, common_mode=common_mode)
+    for reference in (list(cases)[2:], None):
+        a = analyze(cases, reference=reference)
+        b = analyze(shifted, reference=reference)
         for x, y in zip(a.cases, b.cases):
             assert x.verdict == y.verdict
             assert (x.ratio, x.ci_low, x.ci_high, x.p_value) == pytest.approx((y.ratio, y.ci_low, y.ci_high, y.p_value),
@@ -94,7 +98,7 @@ def test_a_linear_trend_across_each_round_cancels_in_abba_order():
     assert A.paired_differences(rounds) == pytest.approx([0.0] * 5, abs=2e-4)
 
 
-def test_the_common_mode_removes_run_drift_that_would_hide_three_percent():
+def test_a_reference_removes_run_drift_that_would_hide_three_percent():
     # Each run of the suite is 3% (sd) off, shared by all 20 cases; measurement noise 0.5%.
     rng = np.random.default_rng(11)
     found, width, covered = {True: 0, False: 0}, {True: [], False: []}, 0
@@ -102,40 +106,53 @@ def test_the_common_mode_removes_run_drift_that_would_hide_three_percent():
         cases = noisy_session(rng, 20, 8, planted={0: math.log(1.03)}, meas=0.005, run_sd=0.03)
         key = next(iter(cases))
         for cm in found:
-            c = analyze(cases, focus=[key], common_mode=cm).cases[0]
-            assert c.common_mode == cm
+            res = analyze(cases, focus=[key], reference=list(cases)[1:] if cm else None)
+            c = res.cases[0]
+            # The reference's own change is tested at alpha: now and then (here 3 of 20 at 0.05) it
+            # reads as moved, and the case is judged on its own: less power, never a wrong verdict.
+            assert c.common_mode == res.reference_used == (cm and not res.suite.reason.startswith("the reference moved"))
             found[cm] += c.verdict == "regressed"
             width[cm].append(math.log(c.ci_high / c.ci_low))
-            covered += cm and c.ci_low < 1.03 < c.ci_high
-    assert found[True] == 20 and found[False] <= 12 and covered >= 17
-    assert np.mean(width[False]) > 4 * np.mean(width[True])
+            covered += c.common_mode and c.ci_low < 1.03 < c.ci_high
+            # One estimate per interval: the judged ratio is the reference-relative one, the raw one is apart.
+            assert c.ci_low <= c.ratio <= c.ci_high and c.raw_ci_low <= c.raw_ratio <= c.raw_ci_high
+    assert found[True] >= 17 and found[False] <= 12 and covered >= 16
+    assert np.median(width[False]) > 4 * np.median(width[True])
 
 
-def test_a_suite_wide_change_is_the_suite_s_verdict_not_every_case_s():
+def test_a_change_every_case_shares_is_every_case_s_verdict():
+    # Taken as the run drift of the whole suite (the rule before a declared reference), it read
+    # `unchanged` on all twelve. Judged on their own, or with the moved cases as the reference
+    # (which then says it moved), every case is regressed.
     rng = np.random.default_rng(12)
     cases = noisy_session(rng, 12, 12, planted={c: math.log(1.05) for c in range(12)}, meas=0.004, run_sd=0.003)
-    res = analyze(cases)
-    assert res.counts["unchanged"] == 12  # relative to the suite, nothing moved
-    assert res.suite.verdict == "regressed" and res.suite.ratio == pytest.approx(1.05, abs=0.005)
-    assert res.regressed
-    assert all(c.raw_ratio == pytest.approx(1.05, abs=0.01) for c in res.cases)
+    for reference in (None, list(cases)):
+        res = analyze(cases, reference=reference)
+        assert res.counts["regressed"] == 12 and res.regressed and not res.reference_used
+        assert all(c.ratio == pytest.approx(1.05, abs=0.01) for c in res.cases)
+    moved = analyze(cases, reference=list(cases)).suite
+    assert moved.verdict == "regressed" and moved.ratio == pytest.approx(1.05, abs=0.005)
+    assert moved.reason.startswith("the reference moved") and "each case judged on its own" in moved.reason
 
 
-def test_cases_chosen_because_they_moved_are_judged_absolutely_without_the_common_mode():
+def test_a_change_most_cases_share_is_found_by_default_and_against_an_untouched_reference():
     # What perfci nightly confirms: compare's flags, most of them one shared change. On a 2-GPU H200
     # (benchmarks/results/h200-2026-12-01/group-prefill-and-stages), 4 of 6 cases ran ~20% faster and 2 ~2% slower:
-    # relative to the suite, the fast ones read unchanged and the others regressed +27%, and the
-    # suite shift (a signed-rank test) could not be decided at 4 rounds.
+    # relative to the suite (the rule before a declared reference), the fast ones read unchanged and
+    # the others regressed +27%.
     rng = np.random.default_rng(13)
     planted = {c: math.log(1.20) for c in range(7)}
     cases = noisy_session(rng, 9, 5, planted=planted, meas=0.004, run_sd=0.003)
-    relative = analyze(cases)
-    assert relative.counts["regressed"] == 0 and relative.counts["improved"] == 2  # the two unmoved cases
-    assert relative.suite.verdict == "inconclusive"
-    absolute = analyze(cases, common_mode=False)
+    keys = list(cases)
+    absolute = analyze(cases)
     assert absolute.suite.verdict == "n/a" and absolute.counts["regressed"] == 7 and absolute.counts["improved"] == 0
     assert all(c.ratio == pytest.approx(1.20, abs=0.01) for c in absolute.cases[:7])
     assert all(c.ratio == pytest.approx(1.0, abs=0.01) for c in absolute.cases[7:])
+    untouched = analyze(cases, reference=keys[7:])
+    assert untouched.reference_used and untouched.counts["regressed"] == 7 and untouched.counts["improved"] == 0
+    # Every case as the reference: its median moved +20%, which says so, and each case is judged alone.
+    everyone = analyze(cases, reference=keys)
+    assert not everyone.reference_used and everyone.counts["regressed"] == 7 and everyone.counts["improved"] == 0
 
 
 def test_one_changed_case_does_not_move_the_others():
@@ -144,7 +161,8 @@ def test_one_changed_case_does_not_move_the_others():
     bias = []
     for _ in range(40):
         cases = noisy_session(rng, 20, 10, planted={0: math.log(1.2)}, meas=0.008)
-        res = analyze(cases)
+        res = analyze(cases, reference=list(cases))
+        assert res.reference_used
         bias.append(np.mean([math.log(c.ratio) for c in res.cases[1:]]))
         assert res.cases[0].verdict == "regressed"
     assert abs(np.mean(bias)) < 0.0003
@@ -154,8 +172,8 @@ def test_a_case_is_not_judged_against_run_factors_it_is_part_of():
     # In a 6-case suite a case's own noise is a sixth of each run's median: judged against
     # it, the 95% intervals covered 94.0% of A/A cases; leaving the case out holds 95%.
     rng = np.random.default_rng(21)
-    covered = [c.ci_low <= 1.0 <= c.ci_high for _ in range(400)
-               for c in analyze(noisy_session(rng, 6, 8, meas=0.01)).cases]
+    sessions = [noisy_session(rng, 6, 8, meas=0.01) for _ in range(400)]
+    covered = [c.ci_low <= 1.0 <= c.ci_high for cases in sessions for c in analyze(cases, reference=list(cases)).cases]
     assert np.mean(covered) >= 0.95
 
 
@@ -192,7 +210,7 @@ def test_missing_values_in_a_suite_are_judged_with_the_run_factors_of_their_own_
     key = next(iter(cases))
     holed = dict(cases)
     holed[key] = [Round((r.base[0], None), r.cur) if i % 2 else r for i, r in enumerate(cases[key])]
-    res = analyze(holed, focus=[key]).cases[0]
+    res = analyze(holed, focus=[key], reference=list(cases)[1:]).cases[0]
     assert res.verdict == "regressed" and res.n_base == 12
     assert res.ci_low > 1.02  # the run drift (3%) stayed out: the other base run's factor was not used
 
@@ -225,8 +243,8 @@ def test_bad_input_is_a_value_error():
         analyze_case(ratio_rounds([1.0] * 3), 1.0, method="z")
     with pytest.raises(ValueError, match="focus"):
         analyze({("a",): ratio_rounds([1.0] * 3)}, focus=[("b",)])
-    with pytest.raises(ValueError, match="looks"):
-        StoppingRule(looks=(10, 5))
+    with pytest.raises(ValueError, match="reference"):
+        analyze({("a",): ratio_rounds([1.0] * 3)}, reference=[("b",)])
 
 
 # --------------------------------------------------------------------------- across cases
@@ -239,7 +257,7 @@ def test_benjamini_hochberg_across_cases_can_withhold_a_verdict_one_case_alone_w
     assert alone.verdict == "regressed" and 0.007 < alone.p_value < 0.009 and alone.ci_low > 1.012
     rng = np.random.default_rng(3)
     nulls = {(f"null{i}",): ratio_rounds(np.exp(rng.normal(0, 0.03, 5))) for i in range(9)}
-    res = analyze({("strong",): strong, **nulls}, 1.0, common_mode=False)
+    res = analyze({("strong",): strong, **nulls}, 1.0)
     first = res.case(("strong",))
     ps = [c.p_value for c in res.cases]
     assert [c.q_value for c in res.cases] == pytest.approx(list(stats.benjamini_hochberg(ps)))
@@ -258,80 +276,52 @@ def test_counts_and_the_gate_summary():
     assert res.regressed and not res.inconclusive
 
 
-# --------------------------------------------------------------------------- the claims, on seeded sessions
+# --------------------------------------------------------------------------- a declared reference
 
 
-def run_rule(rng, n_cases, planted, rule, meas=0.01, run_sd=0.0, round_sd=0.02, focus_first=False):
-    full = noisy_session(rng, n_cases, rule.max_rounds, planted, meas=meas, run_sd=run_sd, round_sd=round_sd)
-    focus = [next(iter(full))] if focus_first else None
-    for n in range(1, rule.max_rounds + 1):
-        lk = look({k: v[:n] for k, v in full.items()}, rule, focus=focus)
-        if lk.stop:
-            return lk.confirmation, n
-    raise AssertionError("never stopped")
+def test_a_reference_that_absorbed_a_change_never_makes_a_case_unchanged():
+    # The reference moved with the case (+2.5%) under 3% run drift: its own interval is too wide
+    # to say it moved, so the case, relative to it, reads ~0 with a tight interval. Its raw paired
+    # interval still reaches past the floor, so it is inconclusive, never unchanged.
+    rng = np.random.default_rng(31)
+    guarded = 0
+    for _ in range(30):
+        cases = noisy_session(rng, 4, 6, planted={c: math.log(1.025) for c in range(4)}, meas=0.002, run_sd=0.03)
+        keys = list(cases)
+        res = analyze(cases, reference=keys[1:], focus=keys[:1])
+        case = res.cases[0]
+        assert case.verdict != "unchanged"
+        if res.reference_used and case.ci_low > 0.99 and case.ci_high < 1.01:
+            guarded += 1
+            assert case.verdict == "inconclusive" and "raw paired interval" in case.reason
+            assert case.raw_ci_low < 0.99 or case.raw_ci_high > 1.01
+            assert case.raw_ci_low <= case.raw_ratio <= case.raw_ci_high
+    assert guarded >= 12  # the guard, not luck, kept these from unchanged (16 of 30 here)
 
 
-def test_a_planted_three_percent_at_one_percent_noise_is_found_and_a_a_stays_quiet():
-    rule = StoppingRule()
-    rng = np.random.default_rng(2026)
-    found = [run_rule(rng, 1, {0: math.log(1.03)}, rule)[0].cases[0].verdict for _ in range(300)]
-    quiet = [run_rule(rng, 1, {}, rule)[0].cases[0].verdict for _ in range(300)]
-    assert found.count("regressed") / 300 >= 0.95
-    assert sum(v in ("regressed", "improved") for v in quiet) / 300 <= 0.01
+def test_a_reference_that_moved_on_a_quiet_machine_is_said_and_not_used():
+    rng = np.random.default_rng(32)
+    cases = noisy_session(rng, 6, 6, planted={4: math.log(0.97), 5: math.log(0.97)}, meas=0.003)
+    keys = list(cases)
+    res = analyze(cases, reference=keys[4:])
+    assert not res.reference_used and res.suite.verdict == "improved"
+    assert res.suite.reason.startswith("the reference moved (significant, interval below the floor)")
+    assert res.counts["unchanged"] == 4 and res.counts["improved"] == 2  # each case on its own
+    assert not any(c.common_mode for c in res.cases)
+    used = analyze(cases, reference=keys[:2])
+    assert used.reference_used and used.suite.verdict == "unchanged"
+    assert [c.verdict for c in used.cases] == ["unchanged"] * 4 + ["improved"] * 2
 
 
-def test_in_a_drifting_suite_three_percent_on_one_case_is_found_and_nothing_else_is():
-    rule = StoppingRule()
-    rng = np.random.default_rng(77)
-    hits = false = 0
-    for _ in range(40):
-        conf, _ = run_rule(rng, 20, {0: math.log(1.03)}, rule, meas=0.008, run_sd=0.02)
-        hits += conf.cases[0].verdict == "regressed"
-        false += sum(c.verdict in ("regressed", "improved") for c in conf.cases[1:])
-    assert hits >= 38 and false == 0
-    # Judging only the case compare flagged (the others find the run factors) stops at the first look.
-    stops = [run_rule(rng, 20, {0: math.log(1.03)}, rule, meas=0.008, run_sd=0.02, focus_first=True)[1]
-             for _ in range(20)]
-    assert np.median(stops) == 5
-
-
-def test_the_stopping_rule_decides_only_at_its_looks():
-    rule = StoppingRule(looks=(5, 10, 15, 20))
-    assert (rule.min_rounds, rule.max_rounds, rule.look_alpha) == (5, 20, 0.0125)
-    assert rule.look_confidence == pytest.approx(0.9875)
-    assert StoppingRule.spaced(5, 20, 4).looks == (5, 10, 15, 20)
-    rng = np.random.default_rng(5)
-    cases = noisy_session(rng, 1, 20, {0: math.log(1.10)}, meas=0.005)
-    cut = lambda n: {k: v[:n] for k, v in cases.items()}  # noqa: E731
-    early = look(cut(4), rule)
-    assert not early.stop and early.confirmation is None and "4 < 5" in early.reason
-    between = look(cut(7), rule)
-    assert not between.stop and not between.at_look and "next look at 10" in between.reason
-    at5 = look(cut(5), rule)
-    assert at5.stop and at5.confirmation.cases[0].verdict == "regressed"
-    assert at5.confirmation.confidence == pytest.approx(0.9875) and at5.confirmation.alpha == 0.0125
-    assert next_round_needed(cut(7), rule) and not next_round_needed(cut(5), rule)
-    forced = look(cut(7), rule, force=True)
-    assert forced.stop and forced.at_look and forced.confirmation.rounds == 7
-    quiet = noisy_session(rng, 1, 20, {}, meas=0.03)
-    last = look(quiet, rule)
-    assert last.stop and "max rounds" in last.reason
-
-
-def test_deciding_at_every_round_without_the_split_would_break_the_interval_s_promise():
-    # Why the looks carry alpha / K: a true +1% (exactly the floor) peeked at with
-    # nominal 95% intervals after every round from 5 to 20 is called regressed far
-    # more often than with the rule.
-    rng = np.random.default_rng(8)
-    rule = StoppingRule()
-    peek = by_rule = 0
-    for _ in range(300):
-        full = noisy_session(rng, 1, 20, {0: math.log(1.01)}, meas=0.01)
-        rounds = full[next(iter(full))]
-        peeked = next((v for n in range(5, 21) if (v := analyze_case(rounds[:n], 1.0, 0.95).verdict)
-                       in A.DECIDED), "inconclusive")
-        ruled = next(lk.confirmation for n in range(1, 21) if (lk := look({"c": rounds[:n]}, rule)).stop)
-        peek += peeked == "regressed"
-        by_rule += ruled.cases[0].verdict == "regressed"
-    # At the floor a look's one-sided error is 0.625%, so at most 2.5% over 4 looks; peeking: ~10%.
-    assert by_rule <= 9 and peek >= 2.5 * by_rule and peek >= 24
+def test_a_lone_reference_case_is_judged_on_its_own_and_the_others_against_it():
+    rng = np.random.default_rng(33)
+    cases = noisy_session(rng, 3, 8, planted={0: math.log(1.04)}, meas=0.003, run_sd=0.02)
+    keys = list(cases)
+    res = analyze(cases, reference=keys[2:])
+    lone = res.case(keys[2])
+    assert res.reference_used and not lone.common_mode and lone.ratio == lone.raw_ratio
+    assert all(res.case(k).common_mode for k in keys[:2])
+    assert res.case(keys[0]).verdict == "regressed"
+    # Relative to the reference the case's interval is narrower than its own under 2% run drift.
+    alone = analyze(cases).case(keys[0])
+    assert res.case(keys[0]).ci_high / res.case(keys[0]).ci_low < alone.ci_high / alone.ci_low

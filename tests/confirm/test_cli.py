@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from perfci.confirm.analysis import NO_REFERENCE
 from tests.bisect.synth import dirty_the_tree, git, make_history, snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,11 +59,14 @@ def test_two_revisions_with_the_same_bench_are_not_confirmed_slower(history, tmp
     assert case["verdict"] in ("unchanged", "inconclusive") and case["ci_low"] < 1.0 + 0.01
 
 
-def test_no_common_mode_reaches_the_analysis(history, tmp_path):
+def test_no_common_mode_is_the_default_and_a_cap_still_ends_the_session(history, tmp_path):
     proc = confirm(history.path, history.good, "HEAD", "--no-common-mode", "--min-rounds", "3", "--max-rounds", "3",
                    "--format", "json", "--", "./bench.py", env=noise(tmp_path))
     assert proc.returncode in (0, 1), proc.stderr
-    assert json.loads(proc.stdout)["summary"]["suite"]["reason"] == "common mode off"  # not "fewer than 6 cases"
+    report = json.loads(proc.stdout)
+    assert report["summary"]["suite"]["reason"] == NO_REFERENCE and report["summary"]["rounds"] == 3
+    assert report["summary"]["reference"] == {"cases": [], "used": False}
+    assert "round 3: 12 bench runs" in proc.stderr and "s a round, ~" in proc.stderr  # the budget's estimate
 
 
 @pytest.mark.parametrize("args, message", [
@@ -70,6 +74,12 @@ def test_no_common_mode_reaches_the_analysis(history, tmp_path):
     (["HEAD", "HEAD", "--", "./bench.py"], "are the same commit"),
     (["HEAD~1", "HEAD", "./bench.py"], "put the bench command after '--'"),
     (["HEAD~1", "--min-rounds", "1", "--", "./bench.py"], "--min-rounds"),
+    (["HEAD~1", "--min-rounds", "8", "--max-rounds", "6", "--", "./bench.py"], "--min-rounds"),
+    (["HEAD~1", "--budget", "0", "--", "./bench.py"], "--budget"),
+    (["HEAD~1", "--reference", "kernel=torch_matmul", "--", "./bench.py"], "--reference names cases"),
+    (["HEAD~1", "--reference", "M=x", "--results", "r.csv", "--", "./bench.py"], "--reference 'M=x'"),
+    (["HEAD~1", "--reference", "kernel=a", "--no-common-mode", "--results", "r.csv", "--", "./bench.py"],
+     "contradict"),
 ])
 def test_bad_input_is_one_line_and_exit_2(history, args, message):
     proc = confirm(history.path, *args)
