@@ -12,37 +12,47 @@ import sys
 import time
 from pathlib import Path
 
-from perfci.gitsession import Pause, no_pause
-from perfci.console import Console
 from perfci.args import percentage
+from perfci.console import Console
 from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
+from perfci.gitsession import Pause, no_pause
 
 PREFIX = "perfci bisect: "
 
 DESCRIPTION = """\
 Find the first commit between GOOD and BAD that made BENCH_CMD slower.
 
-perfci stashes your uncommitted work (tracked, staged and untracked files;
-ignored files are left alone), measures GOOD and BAD several times, checks the
-slowdown is real (a change past --min-effect that is not yet significant gets
-twice the runs at both ends, up to --max-repeats, before it is called no
-difference), then drives `git bisect`: at each commit it checks out,
-rebuilds (--build), runs BENCH_CMD --repeats times and calls the commit good,
-bad or unsure against the GOOD and BAD samples (rank tests plus the position of
-its median on the GOOD->BAD gap). A commit like neither endpoint sends it back
-to measure GOOD and BAD more, and every verdict is judged again against them.
-Unsure commits get twice the runs, up to --max-repeats, then are skipped; so
-are commits that fail to build or bench.
-Your branch, HEAD, index and files come back exactly as they were, also after
-Ctrl-C or SIGTERM; after a hard kill run `perfci bisect --abort`.
+Every commit runs in a temporary git worktree, built once (--build), so runs
+of different commits can alternate within a second: each decision is taken on
+paired rounds, and a machine whose speed swings by 20% between states that
+last seconds moves both sides of every pair alike. Your tree, index, stash,
+branch and HEAD are never touched; uncommitted changes stay where they are
+(the bench measures committed code).
 
-Every measurement is cached in .git/perfci-bisect/cache.json by (commit, bench
-command, build command, metric), so a rerun or --resume measures nothing twice.
-With --jobs N the commits are measured N at a time in temporary git worktrees,
-one GPU each, and your own tree is never touched.
+  1. GOOD against BAD in rounds GOOD BAD BAD GOOD (then BAD GOOD GOOD BAD),
+     until the interval of the per-round log ratio is past --min-effect (or
+     below it: exit 3), or --budget runs out.
+  2. A probe m inside the bracket (lo, hi) runs in rounds lo m m hi (then
+     hi m m lo); it is good once the interval of 2 log m - log lo - log hi
+     lies below 0, bad once above, unsure when --budget runs out first.
+  3. Once lo and hi are adjacent, lo against hi in paired rounds: the culprit
+     is named (exit 0) only when its own step's 99% interval lies wholly past
+     --min-effect. Anything less is exit 3, with the candidate range, the best
+     guess, the step measured and what would decide it.
+
+Decisions look at their rounds at a few pre-set counts, each at a share of
+alpha = 0.01, so stopping early or at the budget keeps every decision's error
+within 1%. A commit whose build or bench fails is skipped. Ctrl-C, SIGTERM
+and errors remove the worktrees; after a hard kill run `perfci bisect --abort`.
+
+Every round is cached in .git/perfci-bisect/cache.json by decision (commits,
+bench command, build command, metric), so a rerun or --resume replays the
+decisions and measures only what was still open. With --jobs N, N probes run
+at once, one slot (and one GPU) each; a pair never spans two slots.
 
 The metric is the last number BENCH_CMD prints, lower is better, unless you say
-otherwise with --metric, --json-path or --csv-column/--case."""
+otherwise with --metric, --json-path or --csv-column/--case. It must be
+positive (a time or a throughput): decisions are taken on log ratios."""
 
 EPILOG = """\
 examples:
@@ -54,7 +64,10 @@ examples:
       --csv-column median_us --case 'matmul_tiled,4096x4096x4096,fp16' \\
       -- perfci run decode --out r.csv
 
-  # throughput from JSON output, 4 commits at a time on GPUs 0-3
+  # a noisy machine: up to 5 minutes a decision, at most an hour in all
+  perfci bisect v1.2 HEAD --budget 300 --total-budget 3600 -- ./bench.sh
+
+  # throughput from JSON output, 4 probes at a time on GPUs 0-3
   perfci bisect main~40 main --json-path results.tflops --higher-is-better \\
       --jobs 4 --gpus 0,1,2,3 --plot bisect.png -- python bench.py --json
 
@@ -62,13 +75,16 @@ examples:
   perfci bisect --resume    # restore, then bisect again reusing cached runs
 
 exit codes:
-  0  a first bad commit was found
+  0  a first bad commit was found, its own step confirmed past --min-effect
   2  bad input (unknown ref, GOOD not an ancestor of BAD, no bench command,
      no metric in its output, ...), or every candidate commit was skipped
      (the report names the candidate set)
-  3  GOOD and BAD do not differ significantly or by more than --min-effect
-     (or the endpoints look swapped): nothing to bisect
-  130 interrupted (your tree was restored)
+  3  undecided: GOOD and BAD do not differ past --min-effect (or look
+     swapped), or the search could not confirm one commit within its budget
+     (the report names the candidate range, the best guess and what would
+     decide it: more runs with --budget, or a quieter machine)
+  4  internal error
+  130 interrupted (your repository was restored)
 """
 
 
@@ -96,14 +112,20 @@ def add_parser(subparsers) -> None:
     m.add_argument("--higher-is-better", action="store_true", help="the metric is a throughput, not a time")
 
     s = p.add_argument_group("statistics")
-    s.add_argument("--repeats", type=int, default=5, metavar="N",
-                   help="runs per commit, and at GOOD and BAD (default 5; at least 5 for the baseline test)")
-    s.add_argument("--max-repeats", type=int, default=20, metavar="N",
-                   help="runs double up to N: GOOD's and BAD's while their change is past --min-effect but "
-                        "not yet significant, or a commit is like neither; an unsure commit's, then it is "
-                        "skipped (default 20)")
+    s.add_argument("--budget", type=float, default=300.0, metavar="S",
+                   help="seconds of runs a decision may take (GOOD/BAD, each probe, the culprit check) before it "
+                        "ends undecided (default 300); --min-rounds rounds are always run")
+    s.add_argument("--total-budget", type=float, metavar="S",
+                   help="seconds the whole bisect may measure; past it, exit 3 with the range so far "
+                        "(default: no limit)")
+    s.add_argument("--min-rounds", type=int, default=3, metavar="N",
+                   help="rounds every decision takes before it may stop (default 3; at least 2)")
     s.add_argument("--min-effect", type=percentage, default=2.0, metavar="PCT",
-                   help="stop (exit 3) unless BAD is slower than GOOD by more than PCT percent (default 2)")
+                   help="the smallest slowdown worth a culprit, in percent (default 2): GOOD -> BAD must be past "
+                        "it, and the culprit's own step wholly past it")
+    # Gone with the unpaired samples: a clear line, not argparse's "unrecognized".
+    s.add_argument("--repeats", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--max-repeats", type=int, help=argparse.SUPPRESS)
 
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that rebuilds each commit before benching")
@@ -111,7 +133,7 @@ def add_parser(subparsers) -> None:
                    help="kill a bench run (and its whole process group) after S seconds; counts as a failed run")
     r.add_argument("--first-parent", action="store_true", help="follow only the first parent of merges")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="measure N commits at once in temporary worktrees, one GPU each (default 1: your tree)")
+                   help="probe N commits at once, each in its own slot of worktrees and GPU (default 1)")
     r.add_argument("--gpus", metavar="LIST",
                    help="GPU ids for --jobs, e.g. 0,1,2,3 (default: CUDA_/HIP_VISIBLE_DEVICES, then nvidia-smi)")
     r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
@@ -144,11 +166,13 @@ def _split_command(args) -> None:
     args.command = words
 
 
+RESUMED = ("good", "bad", "command", "metric", "json_path", "csv_column", "case", "csv_file", "higher_is_better",
+           "budget", "total_budget", "min_rounds", "min_effect", "build", "timeout", "first_parent", "jobs", "gpus",
+           "repo", "format", "plot")
+
+
 def _arguments_for_resume(args) -> dict:
-    keep = ("good", "bad", "command", "metric", "json_path", "csv_column", "case", "csv_file", "higher_is_better",
-            "repeats", "max_repeats", "min_effect", "build", "timeout", "first_parent", "jobs", "gpus", "repo",
-            "format", "plot")
-    return {k: getattr(args, k) for k in keep}
+    return {k: getattr(args, k) for k in RESUMED}
 
 
 def _config(args, pause: Pause):
@@ -161,62 +185,42 @@ def _config(args, pause: Pause):
     if not args.command:
         raise PerfciError("no bench command: put it after '--', e.g. perfci bisect v1 HEAD -- ./bench.sh")
     metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
-    if args.repeats < 5:
-        raise PerfciError("--repeats must be at least 5: fewer cannot show a significant GOOD/BAD difference")
-    if args.max_repeats < args.repeats:
-        raise PerfciError("--max-repeats must be at least --repeats")
+    if args.repeats is not None or args.max_repeats is not None:
+        raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
+                          "resolved; bound it with --budget SECONDS (and --min-rounds N)")
+    if args.budget <= 0:
+        raise PerfciError("--budget must be positive (seconds a decision)")
+    if args.total_budget is not None and args.total_budget <= 0:
+        raise PerfciError("--total-budget must be positive (seconds)")
+    if args.min_rounds < 2:
+        raise PerfciError("--min-rounds must be at least 2: an interval needs two rounds")
     if args.jobs < 1:
         raise PerfciError("--jobs must be at least 1")
     if args.timeout is not None and args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
-    _refuse_stdout_inside_the_tree(Path(args.repo))
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
     bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
-    return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better, args.repeats,
-                        args.max_repeats, args.min_effect, args.first_parent, args.jobs, gpus,
-                        _arguments_for_resume(args), pause)
-
-
-def _refuse_stdout_inside_the_tree(repo: Path) -> None:
-    """``perfci bisect ... > report.json`` inside the repository would lose the report.
-
-    Bisect stashes untracked files and brings them back at the end, so an
-    untracked file that the shell opened for stdout is put back as it was
-    before the bisect (empty), while the report went to the stashed-away inode.
-    """
-    import os
-
-    from perfci.git import untracked_in
-
-    try:
-        target = Path(os.readlink("/proc/self/fd/1"))
-    except OSError:
-        return  # not Linux
-    if not target.is_file():
-        return  # a terminal or a pipe: nothing in the tree to lose
-    relative = untracked_in(repo, target)
-    if relative is not None:
-        raise PerfciError(f"stdout goes to {relative}, an untracked file inside the repository: bisect "
-                          f"stashes untracked files, so the report would be lost; write it outside the "
-                          f"repository, or add it to .gitignore")
+    return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better,
+                        min_effect_pct=args.min_effect, budget_s=args.budget, total_budget_s=args.total_budget,
+                        min_rounds=args.min_rounds, first_parent=args.first_parent, jobs=args.jobs, gpus=gpus,
+                        arguments=_arguments_for_resume(args), pause=pause)
 
 
 class _Progress(Console):
     """perfci's console, plus the line each measured commit gets."""
 
     def step(self, record, state, commits_total, eta_s) -> None:
-        c = record.classification
         lo, hi = state.bounds
         left = len(state.candidates)
         estimate = f"first bad in #{lo + 2}..#{hi + 1} ({left} left)" if left > 1 else \
-            f"first bad: {state.commits[hi][:12]}"
-        median = record.samples.median
-        eta = "" if eta_s is None or state.done else f", ETA {time.strftime('%M:%S', time.gmtime(eta_s))}"
-        style = {"good": "green", "bad": "red"}.get(c.verdict.value, "yellow")
-        self.line(f"#{record.order}/{commits_total} {record.sha[:12]} n={len(record.samples.values)}"
-                  f"{f'+{record.samples.failures} failed' if record.samples.failures else ''} "
-                  f"median={'-' if median is None else f'{median:.5g}'} -> {c.verdict.value}; {estimate}{eta}",
-                  style)
+            f"first bad likely {state.commits[hi][:12]} (its step is checked next)"
+        eta = "" if eta_s is None or not state.open_commits else \
+            f", ETA {time.strftime('%M:%S', time.gmtime(eta_s))}"
+        against = f" vs #{record.against[0]}/#{record.against[1]}" if record.against else ""
+        position = "" if record.position is None else f" at {record.position:.2f} of the step"
+        style = {"good": "green", "bad": "red"}.get(record.verdict.value, "yellow")
+        self.line(f"#{record.order}/{commits_total} {record.sha[:12]}{against}: {record.rounds} rounds"
+                  f"{position} -> {record.verdict.value}; {estimate}{eta}", style)
 
 
 def _recover(args, pause: Pause) -> int:
@@ -235,7 +239,8 @@ def _recover(args, pause: Pause) -> int:
     if not saved:
         raise PerfciError("the journal holds no arguments to resume with; start the bisect again")
     for key, value in saved.items():
-        setattr(args, key, value)
+        if key in RESUMED:  # a journal from an older perfci may hold options that are gone
+            setattr(args, key, value)
     args.abort = args.resume = False
     return _bisect(args, pause)
 

@@ -8,7 +8,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from perfci.bisect.core import BisectResult, StepRecord, Verdict
+from perfci.bisect.core import BisectResult, Interval, PairCheck, StepRecord, Verdict
 
 
 def _fmt(value: float | None) -> str:
@@ -16,7 +16,7 @@ def _fmt(value: float | None) -> str:
 
 
 def _rows(result: BisectResult) -> list[StepRecord]:
-    """GOOD, every measured commit and BAD, in history order."""
+    """GOOD, every probed commit and BAD, in history order."""
     return sorted([result.good, *result.steps, result.bad], key=lambda r: r.order)
 
 
@@ -25,14 +25,23 @@ def _verdict_label(record: StepRecord, result: BisectResult) -> str:
         return "GOOD (endpoint)"
     if record is result.bad:
         return "BAD (endpoint)"
-    label = record.classification.verdict.value
+    label = record.verdict.value
     if result.culprit and record.sha == result.culprit["sha"]:
         label += "  <- first bad"
+    elif result.status != "culprit" and result.best_guess == record.sha:
+        label += "  <- best guess"
     return label
 
 
-def _interval(iv) -> str:
-    return f"{iv.estimate:+.2f}% (95% CI {iv.low:+.2f}% .. {iv.high:+.2f}%)"
+def _interval(iv: Interval) -> str:
+    return f"{iv.estimate:+.2f}% ({iv.confidence:.4g} interval {iv.low:+.2f}% .. {iv.high:+.2f}%)"
+
+
+def _pair_line(check: PairCheck) -> str:
+    if check.interval is None:
+        return f"{check.message} ({check.rounds} paired rounds)"
+    failed = f", {check.failed_rounds} with a failed run left out" if check.failed_rounds else ""
+    return f"{_interval(check.interval)}, {check.rounds} paired rounds{failed}, {check.seconds:.0f} s"
 
 
 def _summary_lines(result: BisectResult) -> list[str]:
@@ -41,31 +50,44 @@ def _summary_lines(result: BisectResult) -> list[str]:
         c = result.culprit
         lines += [f"first bad commit: {c['sha']}", f"  subject: {c['subject']}", f"  author:  {c['author']}",
                   f"  date:    {c['date']}"]
-        if result.culprit_interval:
-            lines.append(f"  step at this commit: {_interval(result.culprit_interval)}")
+        if result.culprit_check:
+            lines.append(f"  step at this commit, paired against its parent: {_pair_line(result.culprit_check)}")
     else:
         lines.append(result.message)
-    if result.step_interval:
-        lines.append(f"GOOD -> BAD change: {_interval(result.step_interval)}")
-    if result.confidence is not None and result.status == "culprit":
-        lines.append(f"confidence that every verdict was right: {result.confidence:.1%}")
+        if result.candidates:
+            lines.append(f"candidates ({len(result.candidates)}): {' '.join(c[:12] for c in result.candidates)}")
+        if result.best_guess and result.status != "all-skipped":
+            lines.append(f"best guess: {result.best_guess}")
+        if result.culprit_check:
+            lines.append(f"step at the best guess, paired against its parent: {_pair_line(result.culprit_check)}")
+    if result.baseline:
+        lines.append(f"GOOD -> BAD change, paired: {_pair_line(result.baseline)}")
+    if result.advice:
+        lines.append("what would decide it:")
+        lines += [f"  - {a}" for a in result.advice]
     direction = "higher is better" if result.higher_is_better else "lower is better"
-    lines.append(f"metric: {result.metric} ({direction}); {result.bench_runs} bench runs this session")
+    lines.append(f"metric: {result.metric} ({direction}); {result.bench_runs} bench runs, {result.seconds:.0f} s "
+                 f"this session")
+    lines += [f"note: {n}" for n in result.notes]
     return lines
+
+
+def _position(r: StepRecord) -> str:
+    return "" if r.position is None else f"{r.position:.2f}"
 
 
 def render_text(result: BisectResult) -> str:
     lines = _summary_lines(result)
     if result.culprit_diffstat:
         lines += ["", result.culprit_diffstat]
-    lines += ["", f"{'#':>4}  {'commit':12}  {'n':>3}  {'fail':>4}  {'median':>10}  {'pos':>5}  verdict / subject"]
+    lines += ["", f"{'#':>4}  {'commit':12}  {'rounds':>6}  {'runs':>4}  {'fail':>4}  {'median':>10}  {'pos':>5}  "
+                  f"verdict / subject"]
     for r in _rows(result):
-        pos = r.classification.position
-        lines.append(f"{r.order:>4}  {r.sha[:12]}  {len(r.samples.values):>3}  {r.samples.failures:>4}  "
-                     f"{_fmt(r.samples.median):>10}  {'' if pos is None else f'{pos:.2f}':>5}  "
+        lines.append(f"{r.order:>4}  {r.sha[:12]}  {r.rounds or '':>6}  {len(r.samples.values):>4}  "
+                     f"{r.samples.failures:>4}  {_fmt(r.samples.median):>10}  {_position(r):>5}  "
                      f"{_verdict_label(r, result)}  {r.subject[:50]}")
-        if r.reason and r.classification.verdict == Verdict.SKIP:
-            lines.append(f"{'':>4}  skipped: {r.reason}")
+        if r.reason and r.verdict in (Verdict.SKIP, Verdict.UNSURE):
+            lines.append(f"{'':>4}  {r.verdict.value}: {r.reason}")
     for w in result.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"
@@ -76,47 +98,61 @@ def render_markdown(result: BisectResult) -> str:
     out += [f"- {line.strip()}" for line in _summary_lines(result)]
     if result.culprit_diffstat:
         out += ["", "```", result.culprit_diffstat, "```"]
-    out += ["", "| # | commit | n | failed | median | position | verdict | subject |",
-            "|---:|---|---:|---:|---:|---:|---|---|"]
+    out += ["", "| # | commit | rounds | runs | failed | median | position | verdict | subject |",
+            "|---:|---|---:|---:|---:|---:|---:|---|---|"]
     for r in _rows(result):
-        pos = r.classification.position
         subject = r.subject.replace("|", "\\|")[:60]
-        out.append(f"| {r.order} | `{r.sha[:12]}` | {len(r.samples.values)} | {r.samples.failures} | "
-                   f"{_fmt(r.samples.median)} | {'' if pos is None else f'{pos:.2f}'} | "
+        out.append(f"| {r.order} | `{r.sha[:12]}` | {r.rounds or ''} | {len(r.samples.values)} | "
+                   f"{r.samples.failures} | {_fmt(r.samples.median)} | {_position(r)} | "
                    f"{_verdict_label(r, result)} | {subject} |")
+    for w in result.warnings:
+        out.append(f"\nwarning: {w}")
     return "\n".join(out) + "\n"
 
 
+def _iv(i: Interval | None):
+    return None if i is None else {"estimate_pct": i.estimate, "low_pct": i.low, "high_pct": i.high,
+                                   "confidence": i.confidence}
+
+
+def _pair_json(check: PairCheck | None):
+    if check is None:
+        return None
+    return {"status": check.status, "message": check.message, "interval": _iv(check.interval),
+            "rounds": check.rounds, "failed_rounds": check.failed_rounds, "seconds": check.seconds,
+            "rounds_needed": check.rounds_needed}
+
+
 def _step_json(r: StepRecord) -> dict:
-    c = r.classification
     return {"sha": r.sha, "order": r.order, "subject": r.subject, "samples": list(r.samples.values),
-            "failures": r.samples.failures, "median": r.samples.median, "verdict": c.verdict.value,
-            "position": c.position, "p_value": c.p_value, "reason": r.reason}
+            "failures": r.samples.failures, "median": r.samples.median, "verdict": r.verdict.value,
+            "position": r.position, "interval": _iv(r.interval), "rounds": r.rounds,
+            "against": None if r.against is None else list(r.against), "seconds": r.seconds, "reason": r.reason}
 
 
 def render_json(result: BisectResult) -> str:
-    def iv(i):
-        return None if i is None else {"estimate_pct": i.estimate, "low_pct": i.low, "high_pct": i.high}
-
     doc = {
         "status": result.status,
         "message": result.message,
         "culprit": None if result.culprit is None else {**result.culprit, "diffstat": result.culprit_diffstat},
         "candidates": list(result.candidates),
+        "best_guess": result.best_guess,
         "good": _step_json(result.good),
         "bad": _step_json(result.bad),
         "steps": [_step_json(s) for s in result.steps],
         "commits_total": result.commits_total,
-        "baseline": None if result.baseline is None else {
-            "p_value": result.baseline.p_value, "effect_pct": result.baseline.effect_pct,
-            "message": result.baseline.message},
-        "step_interval": iv(result.step_interval),
-        "culprit_interval": iv(result.culprit_interval),
-        "confidence": result.confidence,
+        "baseline": _pair_json(result.baseline),
+        "culprit_check": _pair_json(result.culprit_check),
+        "step_interval": _iv(result.step_interval),
+        "culprit_interval": _iv(result.culprit_interval),
+        "advice": list(result.advice),
         "metric": result.metric,
         "higher_is_better": result.higher_is_better,
+        "min_effect_pct": result.min_effect_pct,
         "bench_runs": result.bench_runs,
+        "seconds": result.seconds,
         "bisect_log": result.bisect_log,
+        "notes": list(result.notes),
         "warnings": list(result.warnings),
         "exit_code": result.exit_code,
     }
@@ -127,7 +163,11 @@ RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_js
 
 
 def plot(result: BisectResult, path: Path) -> None:
-    """Commit order vs metric: every sample, each commit's median, the GOOD and BAD bands."""
+    """Commit order vs metric: every run, each commit's median, the GOOD and BAD bands.
+
+    Runs of different commits were paired in time, which a plot of values
+    cannot show: the spread here is the machine's, the verdicts are the pairs'.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,14 +185,16 @@ def plot(result: BisectResult, path: Path) -> None:
     colours = {Verdict.GOOD: "tab:green", Verdict.BAD: "tab:red", Verdict.SKIP: "tab:gray",
                Verdict.UNSURE: "tab:orange"}
     for r in _rows(result):
-        colour = colours[r.classification.verdict]
+        colour = colours[r.verdict]
         if r.samples.values:
-            ax.scatter([r.order] * len(r.samples.values), r.samples.values, s=10, color=colour, alpha=0.5)
+            ax.scatter([r.order] * len(r.samples.values), r.samples.values, s=8, color=colour, alpha=0.35)
             ax.scatter([r.order], [r.samples.median], s=40, color=colour, edgecolor="black", zorder=3)
-    if result.culprit:
-        culprit_order = next(r.order for r in _rows(result) if r.sha == result.culprit["sha"])
-        ax.axvline(culprit_order - 0.5, color="black", lw=1, ls=":",
-                   label=f"first bad {result.culprit['sha'][:10]}")
+    marked = result.culprit["sha"] if result.culprit else result.best_guess
+    if marked:
+        order = next((r.order for r in _rows(result) if r.sha == marked), None)
+        if order is not None:
+            label = "first bad" if result.culprit else "best guess"
+            ax.axvline(order - 0.5, color="black", lw=1, ls=":", label=f"{label} {marked[:10]}")
     ax.set_xlabel(f"commit order (0 = GOOD, {result.commits_total} = BAD)")
     # The metric's description can be long (column, case and file): it goes in
     # the title, where there is room, and the axis says only the direction.

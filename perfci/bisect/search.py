@@ -1,33 +1,51 @@
-"""The search of ``perfci bisect``: measure commits in slots, classify them, narrow the range.
+"""The search of ``perfci bisect``: paired rounds in slots, sequential decisions, a narrowing bracket.
 
 :func:`search` is every decision a bisect makes after validation, and measures
-only through a :class:`Measurer` (builds and bench runs in a :class:`Slot`, through
-the cache). :mod:`perfci.bisect.session` wraps it in the git edge: the stash or
-the worktrees, the journal, ``git bisect`` marks, and the restore.
+only through a :class:`Measurer`, which runs rounds in :class:`Slot` s (real
+ones in :mod:`perfci.bisect.trees`; ``tests/bisect/simulate.py`` has simulated
+ones). What the rounds mean is :mod:`perfci.bisect.rules`' business; what the
+verdicts add up to, :func:`perfci.bisect.core.conclude`'s.
+
+The order of a bisect:
+  1. GOOD against BAD, paired rounds until the step is resolved (or the budget
+     ends); not a slowdown past ``--min-effect``: stop, exit 3.
+  2. Probes: a commit m inside the bracket (lo, hi), decided by rounds of
+     ``lo m m hi`` in one slot, good or bad once its interval leaves 0, unsure
+     when its budget ends first. With ``--jobs N``, N probes at once, one slot each.
+  3. Once lo and hi are adjacent: the culprit check, lo against hi in paired
+     rounds (in every slot), until the step's interval is wholly past
+     ``--min-effect`` or the budget ends.
 """
 from __future__ import annotations
 
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
-from perfci import git, gitsession
-from perfci.benchcmd import BenchSpec, bench_once, kill_running, run_command
+from perfci import gitsession
+from perfci.benchcmd import BenchSpec, RunOutcome, kill_running
+from perfci.bisect import rules
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import (
-    BaselineCheck, BisectResult, Classification, Samples, SearchState, StepRecord, Verdict, check_baselines,
-    choose_next, classify, confirm_repeats, endpoint_repeats, next_repeats, oriented, settle, shift_pct,
-    steps_left, verdict_confidence,
+    PairCheck,
+    Samples,
+    SearchState,
+    StepRecord,
+    Verdict,
+    choose_next,
+    raw_interval,
+    steps_left,
 )
+from perfci.bisect.rules import ProbeStatus, StepStatus
 from perfci.errors import PerfciError
 
-
-# The phases where a signal must still leave the user's tree intact, in the order a
-# bisect reaches them: "stash" and "restore" inside perfci.git, the others in Measurer.
-PHASES = ("stash", "checkout", "build", "bench", "restore")
+# The phases where a signal must still leave the user's repository intact, in the order a
+# bisect reaches them: "checkout" and "build" in perfci.bisect.trees, "bench" in Measurer,
+# "restore" in perfci.bisect.session.
+PHASES = ("checkout", "build", "bench", "restore")
 
 
 @dataclass(frozen=True)
@@ -35,16 +53,32 @@ class BisectConfig:
     repo_path: Path
     good: str
     bad: str
-    bench: BenchSpec
+    bench: BenchSpec | None
     higher_is_better: bool = False
-    repeats: int = 5
-    max_repeats: int = 20
     min_effect_pct: float = 2.0
+    budget_s: float = 300.0  # per decision
+    total_budget_s: float | None = None  # the whole bisect
+    min_rounds: int = 3
+    alpha: float = 0.01
     first_parent: bool = False
     jobs: int = 1
     gpus: tuple[str, ...] | None = None
     arguments: dict = field(default_factory=dict)  # the CLI's options, kept for --resume
     pause: gitsession.Pause = field(default=gitsession.no_pause, compare=False)  # called at each of PHASES
+
+    @property
+    def rule(self) -> rules.SequentialRule:
+        return rules.SequentialRule(alpha=self.alpha, min_rounds=self.min_rounds)
+
+
+class Slot(Protocol):
+    """Where rounds run: its own checkouts (and GPU); pairing never crosses slots."""
+
+    name: str
+
+    def prepare(self, shas: Sequence[str]) -> dict[str, str]: ...  # {sha: why it cannot run}
+
+    def run(self, sha: str) -> RunOutcome: ...
 
 
 class Progress(Protocol):
@@ -53,309 +87,355 @@ class Progress(Protocol):
     def step(self, record: StepRecord, state: SearchState, commits_total: int, eta_s: float | None) -> None: ...
 
 
-@dataclass
-class Slot:
-    """A place to build and bench one commit at a time."""
+@dataclass(frozen=True)
+class PairOutcome:
+    decision: rules.StepDecision
+    check: PairCheck
+    contrasts: tuple[float, ...] = ()  # the per-round d the decision was taken on
 
-    path: Path
-    env: dict
-    move_to: Callable[[str], None]
-    current: str | None = None
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    verdict: Verdict
+    record: StepRecord
+    lean: float | None = None  # the position its runs sat at, when unsure
+
+
+def run_parallel(pool, jobs: list[tuple[Callable, tuple]]) -> list:
+    if pool is None or len(jobs) == 1:
+        return [fn(*args) for fn, args in jobs]
+    futures = [pool.submit(fn, *args) for fn, args in jobs]
+    return [f.result() for f in futures]
 
 
 # --------------------------------------------------------------------------- measuring
 
 
-def _oriented(samples: Samples, higher_is_better: bool) -> Samples:
-    """The same runs with the metric made lower-is-better, as :mod:`core`'s decisions want it."""
-    return Samples(tuple(oriented(v, higher_is_better) for v in samples.values), samples.failures)
-
-
 class Measurer:
-    """Measures commits in slots, through the cache, counting the bench runs it really makes."""
+    """Runs rounds in slots, through the cache, and takes each decision on them as they come in.
 
-    def __init__(self, cfg: BisectConfig, cache: Cache, commit_order: dict[str, int], subjects: dict[str, str]):
+    ``clock`` is injectable so that a simulated bench can spend simulated time.
+    """
+
+    def __init__(self, cfg: BisectConfig, cache: Cache, order: Mapping[str, int], subjects: Mapping[str, str],
+                 clock: Callable[[], float] = time.monotonic):
         self.cfg = cfg
         self.cache = cache
-        self.order = commit_order
+        self.order = order
         self.subjects = subjects
+        self.clock = clock
         self.bench_runs = 0
-        self._count_lock = threading.Lock()
+        self._samples: dict[str, Samples] = {}
+        self._reasons: dict[str, str] = {}
+        self._lock = threading.Lock()
 
-    def samples(self, slot: Slot, sha: str, attempts: int) -> tuple[Samples, str]:
-        """At least ``attempts`` runs of ``sha`` (cached ones count); returns (samples, failure reason)."""
-        key = self.cfg.bench.cache_key(sha)
-        build_error = self.cache.build_failed(key)
-        if build_error:
-            return Samples(), build_error
-        have = self.cache.get(key)
-        if have.attempts >= attempts:
-            return have, ""
-        if slot.current != sha:
-            slot.move_to(sha)
-            slot.current = sha
-            self.cfg.pause("checkout")
-            if self.cfg.bench.build:
-                self.cfg.pause("build")
-                built = run_command(self.cfg.bench.build, slot.path, slot.env)
-                if not built.ok:
-                    reason = built.failure_reason("build")
-                    self.cache.put(key, sha, have, build_error=reason)
-                    return Samples(), reason
-        env = dict(slot.env, PERFCI_BISECT_COMMIT=sha)
-        reason = ""
-        new_values: list[float] = []
-        failures = 0
-        for _ in range(attempts - have.attempts):
+    def samples(self, sha: str) -> Samples:
+        with self._lock:
+            return self._samples.get(sha, Samples())
+
+    def _key(self, *parts: str) -> str:
+        text = ":".join(parts)
+        return self.cfg.bench.cache_key(text) if self.cfg.bench is not None else text
+
+    def _remember(self, rnd: rules.Round, roles: Mapping[str, str]) -> None:
+        with self._lock:
+            for role, value in rnd:
+                sha = roles[role]
+                ok = rules.badness(value, self.cfg.higher_is_better) is not None
+                add = Samples((value,), 0) if ok else Samples((), 1)
+                self._samples[sha] = self._samples.get(sha, Samples()).plus(add)
+
+    def run_round(self, slot: Slot, roles: Mapping[str, str], order: Sequence[str]) -> rules.Round:
+        """One round: the bench once per role, in ``order``, back to back."""
+        out = []
+        for role in order:
+            sha = roles[role]
             self.cfg.pause("bench")
-            outcome = bench_once(self.cfg.bench, slot.path, env)
-            with self._count_lock:
+            outcome = slot.run(sha)
+            value = outcome.value
+            with self._lock:
                 self.bench_runs += 1
-            if outcome.value is None:
-                failures += 1
-                reason = outcome.reason
-            else:
-                new_values.append(outcome.value)
-        total = have.plus(Samples(tuple(new_values), failures))
-        self.cache.put(key, sha, total)
-        return total, reason
+                if value is None:
+                    self._reasons[sha] = outcome.reason
+                elif rules.badness(value, self.cfg.higher_is_better) is None:
+                    self._reasons[sha] = f"the metric is {value:g}: paired ratios need a positive number"
+            out.append((role, value))
+        rnd = tuple(out)
+        self._remember(rnd, roles)
+        return rnd
 
-    def evaluate(self, slot: Slot, sha: str, good: Samples, bad: Samples) -> tuple[StepRecord, int]:
-        """Measure until good or bad, doubling the samples while unsure, then skip.
+    def reason(self, sha: str) -> str:
+        with self._lock:
+            return self._reasons.get(sha, "")
 
-        Returns the record and 0, or, when the commit is like neither endpoint and
-        they can still grow (:func:`~perfci.bisect.core.endpoint_repeats`), the record
-        so far and the runs each endpoint should have before it is classified again.
+    # ------------------------------------------------------------------ pairs
+
+    def measure_pair(self, slots: Sequence[Slot], pool, a: str, b: str, kind: str, budget_s: float) -> PairOutcome:
+        """``a`` against ``b`` in paired rounds, one per slot at a time, until ``kind``'s rule answers.
+
+        ``kind`` is "endpoints" (:func:`rules.decide_endpoints`) or "culprit"
+        (:func:`rules.decide_culprit`). The rounds of a pair are kept in the
+        cache under (a, b) whatever the kind: the culprit check of a one-commit
+        range starts from the endpoints' rounds.
         """
-        o = self.cfg.higher_is_better
-        good_o, bad_o = _oriented(good, o), _oriented(bad, o)
-        attempts = self.cfg.repeats
+        cfg, rule = self.cfg, self.cfg.rule
+        decide = rules.decide_endpoints if kind == "endpoints" else rules.decide_culprit
+        roles = {"a": a, "b": b}
+        key = self._key("pair", a, b)
+        rounds, cached_seconds = self.cache.rounds(key)
+        for rnd in rounds:
+            self._remember(rnd, roles)
+        contrasts: list[float] = []
+        for rnd in rounds:  # replay: the same looks, so the same verdict, without a run
+            c = rules.pair_contrast(rnd, cfg.higher_is_better)
+            if c is None:
+                continue
+            contrasts.append(c)
+            decision = decide(rules.look(contrasts, rule), cfg.min_effect_pct)
+            if decision.status != StepStatus.OPEN:
+                return self._pair_outcome(decision, rounds, contrasts, cached_seconds, kind)
+        cannot = {}
+        for slot_failures in run_parallel(pool, [(slot.prepare, ([a, b],)) for slot in slots]):
+            cannot.update(slot_failures)
+        if cannot:
+            sha, why = next(iter(cannot.items()))
+            return self._cannot_measure(kind, sha, why, a, rounds, contrasts, cached_seconds)
+        started = self.clock()
+        decision = rules.StepDecision(StepStatus.OPEN, None)
         while True:
-            samples, reason = self.samples(slot, sha, attempts)
-            if not samples.attempts:
-                c = Classification(Verdict.SKIP, reason=reason)
+            spent = cached_seconds + self.clock() - started
+            if spent >= budget_s and len(contrasts) >= rule.min_rounds:
+                decision = decide(rules.look(contrasts, rule, force=True, since=len(contrasts)),
+                                  cfg.min_effect_pct, final=True)
                 break
-            c = classify(_oriented(samples, o), good_o, bad_o, min_effect_pct=self.cfg.min_effect_pct)
-            if c.verdict == Verdict.SKIP and reason:
-                c = Classification(Verdict.SKIP, reason=f"{c.reason}: {reason}")
-            grow = endpoint_repeats(c, good, bad, self.cfg.max_repeats)
-            if grow:
-                return StepRecord(sha, self.order[sha], self.subjects.get(sha, ""), samples, c, c.reason), grow
-            c = settle(c, good, bad, self.cfg.max_repeats)
-            if c.verdict != Verdict.UNSURE:
+            first = len(rounds)
+            batch = run_parallel(pool, [(self.run_round, (slot, roles, rules.pair_order(first + j)))
+                                        for j, slot in enumerate(slots)])
+            since = len(contrasts)
+            for rnd in batch:
+                rounds.append(rnd)
+                c = rules.pair_contrast(rnd, cfg.higher_is_better)
+                if c is not None:
+                    contrasts.append(c)
+            for role, sha in roles.items():
+                if rules.unmeasurable(*rules.failures(rounds, role)):
+                    self.cache.put_rounds(key, kind, rounds, cached_seconds + self.clock() - started)
+                    return self._cannot_measure(kind, sha, self.reason(sha) or "its runs failed", a, rounds,
+                                                contrasts, cached_seconds + self.clock() - started)
+            lk = rules.look(contrasts, rule, since=since)
+            if lk is not None:
+                self.cache.put_rounds(key, kind, rounds, cached_seconds + self.clock() - started)
+            decision = decide(lk, cfg.min_effect_pct)
+            if decision.status != StepStatus.OPEN:
                 break
-            attempts = next_repeats(samples.attempts, self.cfg.max_repeats)
-            if not attempts:
-                c = Classification(Verdict.SKIP, c.position, c.p_value,
-                                   f"still unsure after {samples.attempts} runs ({c.reason})")
+        seconds = cached_seconds + self.clock() - started
+        self.cache.put_rounds(key, kind, rounds, seconds)
+        return self._pair_outcome(decision, rounds, contrasts, seconds, kind)
+
+    def _cannot_measure(self, kind, sha, why, a, rounds, contrasts, seconds) -> PairOutcome:
+        if kind == "endpoints":
+            name = "GOOD" if sha == a else "BAD"
+            metric = self.cfg.bench.metric.description if self.cfg.bench is not None else "the metric"
+            raise PerfciError(f"no metric ({metric}) from the bench at {name} {sha[:12]}: {why}")
+        decision = rules.StepDecision(StepStatus.UNRESOLVED, None, f"{sha[:12]} cannot be measured: {why}")
+        return self._pair_outcome(decision, rounds, contrasts, seconds, kind)
+
+    def _pair_outcome(self, decision: rules.StepDecision, rounds, contrasts, seconds: float, kind: str) -> PairOutcome:
+        lk = decision.look
+        interval = None
+        needed = None
+        if lk is not None:
+            interval = raw_interval(lk.estimate, lk.low, lk.high, self.cfg.higher_is_better, 1.0 - lk.level)
+            if decision.status == StepStatus.UNRESOLVED:
+                margin = lk.estimate - rules.log_of_pct(self.cfg.min_effect_pct)
+                needed = rules.rounds_needed(contrasts, margin, self.cfg.rule)
+        check = PairCheck(decision.status.value, decision.message, interval, len(contrasts),
+                          len(rounds) - len(contrasts), seconds, needed)
+        return PairOutcome(decision, check, tuple(contrasts))
+
+    # ------------------------------------------------------------------ probes
+
+    def measure_probe(self, slot: Slot, lo: str, m: str, hi: str, budget_s: float, step: float) -> ProbeOutcome:
+        """Is ``m`` like ``lo`` or like ``hi``? Rounds of ``lo m m hi`` in ``slot`` until the rule answers.
+
+        ``step`` is the lo -> hi step (a badness log) the two answers stand apart by
+        (see :func:`rules.decide_probe`).
+        """
+        cfg, rule = self.cfg, self.cfg.rule
+        floor = rules.log_of_pct(cfg.min_effect_pct)
+        roles = {"lo": lo, "m": m, "hi": hi}
+        key = self._key("probe", lo, m, hi)
+        rounds, cached_seconds = self.cache.rounds(key)
+        for rnd in rounds:
+            self._remember(rnd, roles)
+        contrasts: list[tuple[float, float]] = []
+        for rnd in rounds:
+            c = rules.probe_contrast(rnd, cfg.higher_is_better)
+            if c is None:
+                continue
+            contrasts.append(c)
+            decision = rules.decide_probe(contrasts, rule, step, floor)
+            if decision.status != ProbeStatus.OPEN:
+                return self._probe_outcome(decision, m, lo, hi, len(rounds), cached_seconds, "")
+        cannot = slot.prepare([lo, m, hi])
+        if cannot:
+            sha, why = (m, cannot[m]) if m in cannot else next(iter(cannot.items()))
+            return self._skip(m, lo, hi, why if sha == m else f"bracket commit {sha[:12]} cannot run: {why}",
+                              len(rounds), cached_seconds)
+        started = self.clock()
+        while True:
+            spent = cached_seconds + self.clock() - started
+            if spent >= budget_s and len(contrasts) >= rule.min_rounds:
+                decision = rules.decide_probe(contrasts, rule, step, floor, final=True)
                 break
-        return StepRecord(sha, self.order[sha], self.subjects.get(sha, ""), samples, c, c.reason), 0
+            rnd = self.run_round(slot, roles, rules.probe_order(len(rounds)))
+            rounds.append(rnd)
+            c = rules.probe_contrast(rnd, cfg.higher_is_better)
+            if c is not None:
+                contrasts.append(c)
+            for role, sha in roles.items():
+                if rules.unmeasurable(*rules.failures(rounds, role)):
+                    seconds = cached_seconds + self.clock() - started
+                    self.cache.put_rounds(key, "probe", rounds, seconds)
+                    why = self.reason(sha) or "its runs failed"
+                    return self._skip(m, lo, hi, why if sha == m else f"bracket commit {sha[:12]} failed: {why}",
+                                      len(rounds), seconds)
+            if c is None:
+                continue
+            decision = rules.decide_probe(contrasts, rule, step, floor)
+            if len(rounds) % 8 == 0:  # now and then, so a kill loses little
+                self.cache.put_rounds(key, "probe", rounds, cached_seconds + self.clock() - started)
+            if decision.status != ProbeStatus.OPEN:
+                break
+        seconds = cached_seconds + self.clock() - started
+        self.cache.put_rounds(key, "probe", rounds, seconds)
+        return self._probe_outcome(decision, m, lo, hi, len(rounds), seconds, "")
+
+    def _skip(self, m, lo, hi, why, rounds, seconds) -> ProbeOutcome:
+        record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), Verdict.SKIP,
+                            rounds=rounds, against=(self.order[lo], self.order[hi]), seconds=seconds, reason=why)
+        return ProbeOutcome(Verdict.SKIP, record)
+
+    def _probe_outcome(self, decision: rules.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
+        verdict = {ProbeStatus.GOOD: Verdict.GOOD, ProbeStatus.BAD: Verdict.BAD}.get(decision.status, Verdict.UNSURE)
+        loc = decision.interval
+        interval = None
+        if loc is not None:
+            # m against the midpoint of lo and hi: t / 2 per round, as a raw change
+            interval = raw_interval(loc.estimate / 2, loc.low / 2, loc.high / 2, self.cfg.higher_is_better, 0.95)
+        record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), verdict,
+                            position=decision.position, interval=interval, rounds=rounds,
+                            against=(self.order[lo], self.order[hi]), seconds=seconds,
+                            reason=why or decision.message)
+        return ProbeOutcome(verdict, record, decision.position if verdict == Verdict.UNSURE else None)
 
 
 # --------------------------------------------------------------------------- the search
 
 
-def _search(cfg, repo, slots: list[Slot], good: str, bad: str, commits: list[str], cache: Cache,
-            progress: Progress, mark: Callable[[Sequence[tuple[str, Verdict]]], None]) -> BisectResult:
-    order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
-    measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
+@dataclass(frozen=True)
+class Outcome:
+    """What measuring decided, before git is asked about the culprit."""
+
+    baseline: PairOutcome
+    state: SearchState | None = None  # None when the search never ran
+    steps: tuple[StepRecord, ...] = ()  # probes, in the order decided
+    culprit_check: PairOutcome | None = None
+    leans: Mapping[str, float] = field(default_factory=dict)
+    stopped: str = ""  # why the search stopped before its end, if it did
+    seconds: float = 0.0
+
+
+def probe_step(cfg: BisectConfig, baseline: PairOutcome) -> float:
+    """The step (a badness log) a probe's two answers stand apart by, from the GOOD -> BAD rounds.
+
+    3/4 of the estimate, and no more than the low end of its 80% interval: an
+    estimate read where a sequential interval stopped runs high, and a step
+    assumed too large makes a wrong call likelier (:func:`rules.probe_step`),
+    one too small only costs rounds. Never below ``--min-effect``.
+    """
+    floor = rules.log_of_pct(cfg.min_effect_pct)
+    lk = baseline.decision.look
+    if lk is None:
+        return floor
+    from perfci.stats import trimmed_mean_interval
+
+    low80 = trimmed_mean_interval(baseline.contrasts, 0.8).low if len(baseline.contrasts) >= 2 else lk.estimate
+    return max(floor, min(0.75 * lk.estimate, low80))
+
+
+def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commits: Sequence[str],
+           measurer: Measurer, progress: Progress, pool=None) -> Outcome:
+    """The endpoints, the probes, the culprit check: every decision of a bisect, measuring through ``measurer``."""
+    clock = measurer.clock
+    started = clock()
+
+    def budget() -> float:
+        if cfg.total_budget_s is None:
+            return cfg.budget_s
+        return max(0.0, min(cfg.budget_s, cfg.total_budget_s - (clock() - started)))
+
+    baseline = measurer.measure_pair(slots, pool, good, bad, "endpoints", budget())
+    if baseline.decision.status != StepStatus.REAL:
+        return Outcome(baseline, seconds=clock() - started)
+    progress.note(f"{len(commits) - 1} commits between GOOD and BAD: {baseline.decision.message}")
+    step = probe_step(cfg, baseline)
+    commits = tuple(commits)
+    state = SearchState(commits, {commits[-1]: Verdict.BAD})
+    steps: list[StepRecord] = []
+    leans: dict[str, float] = {}
+    stopped = ""
+    round_seconds: list[float] = [baseline.check.seconds]
+    while True:
+        if cfg.total_budget_s is not None and budget() <= 0.0:
+            stopped = f"the total budget (--total-budget {cfg.total_budget_s:g} s) ran out"
+            break
+        batch = choose_next(state, len(slots))
+        if not batch:
+            break
+        lo, hi = state.bounds
+        lo_sha = good if lo < 0 else commits[lo]
+        hi_sha = commits[hi]
+        t0 = clock()
+        allowed = budget()
+        outcomes = run_parallel(pool, [(measurer.measure_probe, (slots[j], lo_sha, m, hi_sha, allowed, step))
+                                       for j, m in enumerate(batch)])
+        round_seconds.append(clock() - t0)
+        for out in outcomes:
+            state = state.with_verdict(out.record.sha, out.verdict)
+            steps.append(out.record)
+            if out.lean is not None:
+                leans[out.record.sha] = out.lean
+        per_round = sum(round_seconds) / len(round_seconds)
+        for out in outcomes:
+            progress.step(out.record, state, len(commits), steps_left(state, len(slots)) * per_round)
+        verdicts = {out.verdict for out in outcomes}
+        if Verdict.UNSURE in verdicts and not verdicts & {Verdict.GOOD, Verdict.BAD}:
+            # A probe that its budget could not decide says the step is too small for this
+            # machine's noise at this budget; its neighbours are as hard, so probing them
+            # one by one would spend a budget each for the same answer. (A skipped commit,
+            # one that cannot run, is stepped over instead, as git bisect skip does.)
+            stopped = "a probe stayed unsure within its budget, and the commits beside it would as well"
+            break
+    culprit_check = None
+    if state.adjacent and not state.contradictions and not stopped:
+        lo, hi = state.bounds
+        lo_sha = good if lo < 0 else commits[lo]
+        culprit_check = measurer.measure_pair(slots, pool, lo_sha, commits[hi], "culprit", budget())
+        progress.note(f"culprit check, #{lo + 1} -> #{hi + 1} {commits[hi][:12]}: {culprit_check.decision.status.value}"
+                      f", {culprit_check.decision.message}")
+    return Outcome(baseline, state, tuple(steps), culprit_check, leans, stopped, clock() - started)
+
+
+def search_in_slots(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commits: Sequence[str],
+                    measurer: Measurer, progress: Progress) -> Outcome:
+    """:func:`search` with a thread per slot; an interrupt kills the benches the threads started."""
     pool = ThreadPoolExecutor(max_workers=len(slots)) if len(slots) > 1 else None
     try:
-        return _search_with(cfg, repo, slots, good, bad, commits, measurer, progress, mark, pool)
+        return search(cfg, slots, good, bad, commits, measurer, progress, pool)
     except BaseException:
         kill_running()  # worker threads' benches would outlive the session otherwise
         raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _run_parallel(pool, jobs: list[tuple[Callable, tuple]]):
-    if pool is None:
-        return [fn(*args) for fn, args in jobs]
-    futures = [pool.submit(fn, *args) for fn, args in jobs]
-    return [f.result() for f in futures]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What measuring decided, before git is asked about the culprit.
-
-    ``good`` and ``bad`` are the endpoints' samples as they ended (the baselines
-    stage, a commit that doubted them and naming BAD itself may have added runs); ``check`` is the
-    baseline check on those samples. ``state`` is None when the search never ran.
-    """
-
-    check: BaselineCheck
-    good: Samples
-    bad: Samples
-    state: SearchState | None
-    steps: tuple[StepRecord, ...] = ()
-
-
-def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commits: Sequence[str],
-           measurer: Measurer, progress: Progress, mark: Callable[[Sequence[tuple[str, Verdict]]], None],
-           pool=None) -> Outcome:
-    """The baselines, then the search: every decision of a bisect, with measuring left to ``measurer``.
-
-    Nothing here touches git but ``measurer`` (through the slots) and ``mark``;
-    ``tests/bisect/simulate.py`` drives it with simulated runs (``benchmarks/bisect_outliers.py``).
-    """
-    started = time.monotonic()
-    good_s, bad_s, check = _measure_baselines(cfg, slots, good, bad, measurer, pool, progress)
-    if not check.real:
-        return Outcome(check, good_s, bad_s, None)
-    progress.note(f"baselines ({len(commits) - 1} commits between): {check.message}")
-    return _search_loop(cfg, slots, good, bad, list(commits), good_s, bad_s, check, measurer, progress, mark, pool,
-                        baseline_seconds=time.monotonic() - started)
-
-
-def _search_with(cfg, repo, slots, good, bad, commits, measurer: Measurer, progress, mark, pool) -> BisectResult:
-    out = search(cfg, slots, good, bad, commits, measurer, progress, mark, pool)
-    o = cfg.higher_is_better
-    good_rec = StepRecord(good, 0, measurer.subjects.get(good, ""), out.good, Classification(Verdict.GOOD))
-    bad_rec = StepRecord(bad, len(commits), measurer.subjects.get(bad, ""), out.bad, Classification(Verdict.BAD))
-    common = dict(good=good_rec, bad=bad_rec, commits_total=len(commits), baseline=out.check,
-                  metric=cfg.bench.metric.description, higher_is_better=o)
-    if not out.check.real:
-        return BisectResult(status="swapped" if out.check.swapped else "no-difference", message=out.check.message,
-                            steps=out.steps, bench_runs=measurer.bench_runs, **common)
-    return _result(repo, out.state, list(out.steps), out.good, out.bad, measurer.bench_runs, common)
-
-
-def _measure_endpoints(cfg, slots, good, bad, measurer: Measurer, pool, attempts: int) -> tuple[Samples, Samples]:
-    """GOOD's and BAD's samples, at once when there are two slots; no metric at either is an error."""
-    baseline_jobs = [(measurer.samples, (slots[0], good, attempts)),
-                     (measurer.samples, (slots[1 % len(slots)], bad, attempts))]
-    (good_s, good_why), (bad_s, bad_why) = _run_parallel(pool, baseline_jobs)
-    for name, sha, samples, why in (("GOOD", good, good_s, good_why), ("BAD", bad, bad_s, bad_why)):
-        if len(samples.values) < 2:
-            raise PerfciError(f"no metric ({cfg.bench.metric.description}) from the bench at {name} {sha[:12]}: "
-                              f"{why or 'every run failed'}")
-    return good_s, bad_s
-
-
-def _measure_baselines(cfg, slots, good, bad, measurer: Measurer, pool, progress,
-                       attempts: int | None = None) -> tuple[Samples, Samples, BaselineCheck]:
-    """GOOD's and BAD's samples, ``attempts`` each (``--repeats``), doubled while the check asks for more.
-
-    No progress line comes before the baselines stand: a bench that prints no
-    metric must end in exactly one error line.
-    """
-    o = cfg.higher_is_better
-    attempts = attempts or cfg.repeats
-    while True:
-        good_s, bad_s = _measure_endpoints(cfg, slots, good, bad, measurer, pool, attempts)
-        check = check_baselines(_oriented(good_s, o), _oriented(bad_s, o), cfg.min_effect_pct,
-                                max_repeats=cfg.max_repeats)
-        if not check.more:
-            return good_s, bad_s, check
-        progress.note(f"baselines: {check.message}")
-        attempts = check.more
-
-
-def _search_loop(cfg, slots, good: str, bad: str, commits: list[str], good_s: Samples, bad_s: Samples,
-                 check: BaselineCheck, measurer: Measurer, progress, mark, pool, baseline_seconds: float) -> Outcome:
-    """Measure ``len(slots)`` commits a round until the first bad one is pinned or everything left is skipped.
-
-    The endpoints are measured again (more runs of both) when a commit is like
-    neither of them, and before BAD itself is named the culprit. Every verdict
-    given so far rested on their old samples, so all of them are judged again
-    (from their cached runs, measuring more only where a commit is now unsure)
-    before the search goes on; if GOOD -> BAD no longer holds, the search stops
-    there. ``mark`` gets every verdict so far, in the order the commits were
-    first measured, after each round.
-    """
-    judged: dict[str, StepRecord] = {}  # every measured commit's current record, in the order first measured
-    state = _state(commits, judged)
-    # The baselines count as the first round, so the first ETA is not a guess from nothing.
-    round_seconds: list[float] = [baseline_seconds]
-
-    def measure_endpoints_again(runs: int, why: str) -> bool:
-        nonlocal good_s, bad_s, check
-        progress.note(f"{why}: measuring GOOD and BAD {runs} times each")
-        good_s, bad_s, check = _measure_baselines(cfg, slots, good, bad, measurer, pool, progress, runs)
-        if not check.real:
-            check = replace(check, message=f"measured again, GOOD and BAD no longer differ enough: {check.message}")
-            return False
-        progress.note(f"endpoints now: {check.message}")
-        return True
-
-    while True:
-        batch = choose_next(state, len(slots))
-        todo = list(batch)
-        if not batch:
-            runs = confirm_repeats(state, good_s, bad_s, cfg.repeats, cfg.max_repeats)
-            if not runs:
-                return Outcome(check, good_s, bad_s, state, tuple(judged.values()))
-            if not measure_endpoints_again(runs, "the first bad commit would be BAD itself"):
-                return Outcome(check, good_s, bad_s, state, tuple(judged.values()))
-            todo = list(judged)
-        t0 = time.monotonic()
-        before = {sha: r.classification.verdict for sha, r in judged.items()}
-        while todo:
-            evaluated = []
-            for i in range(0, len(todo), len(slots)):
-                chunk = todo[i:i + len(slots)]
-                evaluated += _run_parallel(pool, [(measurer.evaluate, (slots[j], sha, good_s, bad_s))
-                                                  for j, sha in enumerate(chunk)])
-            for record, grow in evaluated:
-                if not grow:
-                    judged[record.sha] = record
-            doubting = [(record, grow) for record, grow in evaluated if grow]
-            if not doubting:
-                break
-            first = doubting[0][0]
-            if not measure_endpoints_again(max(g for _, g in doubting), f"#{first.order} {first.sha[:12]} is like "
-                                           f"neither endpoint ({first.classification.reason})"):
-                return Outcome(check, good_s, bad_s, _state(commits, judged), tuple(judged.values()))
-            todo = list(dict.fromkeys([record.sha for record, _ in doubting] + list(judged)))
-        round_seconds.append(time.monotonic() - t0)
-        state = _state(commits, judged)
-        mark([(sha, r.classification.verdict) for sha, r in judged.items()])
-        for sha, was in before.items():
-            now = judged[sha].classification.verdict
-            if now != was:
-                progress.note(f"#{judged[sha].order} {sha[:12]} judged again against the new endpoints: "
-                              f"{was.value} -> {now.value}")
-        per_round = sum(round_seconds) / len(round_seconds)
-        for sha in batch:
-            if sha in judged:
-                progress.step(judged[sha], state, len(commits), steps_left(state, len(slots)) * per_round)
-
-
-def _state(commits: Sequence[str], judged: dict[str, StepRecord]) -> SearchState:
-    verdicts = {sha: r.classification.verdict for sha, r in judged.items()}
-    return SearchState(tuple(commits), {commits[-1]: Verdict.BAD, **verdicts})
-
-
-def _result(repo, state: SearchState, steps: list[StepRecord], good_s: Samples, bad_s: Samples,
-            bench_runs: int, common: dict) -> BisectResult:
-    """The culprit and its step, or the candidate set when every commit in it was skipped.
-
-    Intervals are of the raw metric, so a throughput's change keeps its natural sign.
-    """
-    step_interval = shift_pct(good_s.values, bad_s.values)
-    confidence = verdict_confidence([s.classification for s in steps])
-    culprit_sha = state.culprit
-    if culprit_sha is None:
-        candidates = state.candidates
-        message = (f"every commit between the last good and the first bad one was skipped; the slowdown is in "
-                   f"one of {len(candidates)} commits: {' '.join(c[:12] for c in candidates)}")
-        return BisectResult(status="all-skipped", message=message, steps=tuple(steps), candidates=candidates,
-                            step_interval=step_interval, confidence=confidence, bench_runs=bench_runs, **common)
-    lo, _ = state.bounds
-    before = good_s if lo < 0 else _samples_of(steps, state.commits[lo])
-    after = bad_s if culprit_sha == state.commits[-1] else _samples_of(steps, culprit_sha)
-    info = git.commit_info(repo, culprit_sha)
-    return BisectResult(status="culprit", message=f"first bad commit: {culprit_sha[:12]} {info['subject']}",
-                        steps=tuple(steps), culprit=info, culprit_diffstat=git.diff_stat(repo, culprit_sha),
-                        step_interval=step_interval, culprit_interval=shift_pct(before.values, after.values),
-                        confidence=confidence, bench_runs=bench_runs, **common)
-
-
-def _samples_of(steps: Sequence[StepRecord], sha: str) -> Samples:
-    for record in reversed(steps):
-        if record.sha == sha:
-            return record.samples
-    raise KeyError(sha)

@@ -1,9 +1,11 @@
-"""One ``perfci bisect`` session: validate, stash, measure, search, restore.
+"""One ``perfci bisect`` session: validate, make the worktrees, search, record, restore.
 
 This is the IO edge that ties :mod:`perfci.git` (where the code is) to
-:mod:`search` (what to measure next, and what the numbers mean). Measuring happens
-in *slots*: the user's own tree (serial mode, after stashing) or one temporary
-``git worktree`` per job (``--jobs N``), each with its own GPU.
+:mod:`search` (what to measure, and what the numbers mean). Every commit runs in
+a temporary ``git worktree`` (:mod:`perfci.bisect.trees`), whatever ``--jobs``
+is, so runs of GOOD, BAD and the probed commits can alternate within seconds:
+the user's tree, index, stash, HEAD and branch are never touched, and an
+uncommitted change stays where it is (the bench measures committed code).
 """
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from typing import Sequence
 from perfci import git, gitsession
 from perfci.benchcmd import run_command
 from perfci.bisect.cache import Cache
-from perfci.bisect.core import BisectResult, Verdict
-from perfci.bisect.search import BisectConfig, Progress, Slot, _search
+from perfci.bisect.core import BisectResult, StepRecord, Verdict
+from perfci.bisect.result import to_result
+from perfci.bisect.search import BisectConfig, Measurer, Progress, search_in_slots
+from perfci.bisect.trees import GitSlot, SlotTrees, Worktrees
 from perfci.errors import PerfciError
 
 GPU_ENV_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
@@ -38,18 +42,26 @@ def _check_bench_command(repo, command: Sequence[str], bad_sha: str) -> None:
         if shutil.which(program) is None:
             raise PerfciError(f"bench command {program!r} is not on PATH")
         return
-    local = (root / program).resolve() if not os.path.isabs(program) else Path(program)
-    if local.is_file():
+    if os.path.isabs(program):
+        local = Path(program)
+        if not local.is_file():
+            raise PerfciError(f"bench command {program} does not exist")
         if not os.access(local, os.X_OK):
             raise PerfciError(f"bench command {program} is not executable (chmod +x {program})")
         return
-    # The script may exist only in the commits being bisected, not in the user's tree.
+    # A relative path runs in each commit's checkout: what counts is the file in the commits.
     relative = os.path.normpath(program)
     mode = git.file_mode(repo, bad_sha, relative)
     if mode == "100755":
         return
     if mode:
         raise PerfciError(f"bench command {program} is not executable in {bad_sha[:12]} (mode {mode})")
+    local = root / program
+    if local.is_file():
+        if not os.access(local, os.X_OK):
+            raise PerfciError(f"bench command {program} is not executable (chmod +x {program})")
+        raise PerfciError(f"bench command {program} is not committed in BAD {bad_sha[:12]}: bisect runs each "
+                          f"commit's own files, so commit it (or give an absolute path)")
     raise PerfciError(f"bench command {program} does not exist (not in the tree, not in BAD {bad_sha[:12]})")
 
 
@@ -73,11 +85,6 @@ def prepare(cfg: BisectConfig):
     if not commits:
         raise PerfciError(f"the range {cfg.good}..{cfg.bad} is empty")
     _check_bench_command(repo, cfg.bench.command, bad)
-    if cfg.jobs == 1:
-        hazards = git.ignored_paths_in_history(repo, good, bad)
-        if hazards:
-            raise PerfciError(f"ignored file {hazards[0]} is tracked in the range and checkout would overwrite it; "
-                              "move it away, or use --jobs 2 (separate worktrees never touch your tree)")
     return repo, journal_path, good, bad, commits
 
 
@@ -113,84 +120,93 @@ def _slot_env(gpu: str | None) -> dict:
 def run(cfg: BisectConfig, progress: Progress) -> BisectResult:
     """Bisect, and leave the user's repository exactly as it was, whatever happens."""
     repo, journal_path, good, bad, commits = prepare(cfg)
+    gpus = _gpu_list(cfg)
+    if cfg.jobs > 1 and gpus is not None and len(gpus) < cfg.jobs:
+        raise PerfciError(f"--jobs {cfg.jobs} needs {cfg.jobs} GPUs but only {len(gpus)} are visible "
+                          f"({','.join(gpus)}); pass --gpus or lower --jobs")
     branch, head = git.current_position(repo)
     session_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    mode = "worktrees" if cfg.jobs > 1 else "tree"
-    journal = gitsession.Journal(journal_path, session_id, mode, branch, head, arguments=cfg.arguments)
+    journal = gitsession.Journal(journal_path, session_id, "worktrees", branch, head, arguments=cfg.arguments)
     journal.save()
-    cache = Cache(git.state_dir(repo) / "cache.json")
-    warnings: list[str] = []
+    notes = []
+    if git.is_dirty(repo.working_tree_dir) or git.run(repo, "ls-files", "--others", "--exclude-standard",
+                                                       check=False):
+        # In the report, not on stderr: a bench with no metric must still end in one error line.
+        notes.append("your uncommitted changes stay as they are in your tree: the bench measures the "
+                     "committed code of each commit")
     try:
-        if mode == "worktrees":
-            result = _run_in_worktrees(cfg, repo, journal, good, bad, commits, cache, progress)
-        else:
-            result = _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress)
+        result = _bisect(cfg, repo, journal, good, bad, commits, gpus, progress)
     finally:
-        warnings = gitsession.restore_tree(repo, journal, cfg.pause)
+        warnings = _restore(repo, journal, cfg.pause)
         for warning in warnings:
             progress.note(f"warning: {warning}")
-    if warnings:
-        result = replace(result, warnings=tuple(warnings))
+    return replace(result, notes=tuple(notes) + result.notes, warnings=tuple(warnings))
+
+
+def _restore(repo, journal: gitsession.Journal, pause: gitsession.Pause) -> list[str]:
+    """Remove the worktrees and the journal; a signal in the "restore" phase waits until that is done."""
+    interrupted = False
+    try:
+        with gitsession.deferred_signals():
+            pause("restore")
+    except KeyboardInterrupt:
+        interrupted = True
+    warnings = gitsession.restore_tree(repo, journal)
+    if interrupted:
+        raise KeyboardInterrupt
+    return warnings
+
+
+def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectResult:
+    journal.update(phase="measuring")
+    cache = Cache(git.state_dir(repo) / "cache.json")
+    worktrees = Worktrees(repo, journal, cfg.pause)
+    slots = []
+    for i in range(cfg.jobs):
+        env = _slot_env(gpus[i] if gpus and (cfg.jobs > 1 or cfg.gpus) else None)
+        slots.append(GitSlot(f"slot{i}", SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache), env))
+    if cfg.jobs > 1:
+        where = f", GPUs {','.join(gpus[:cfg.jobs])}" if gpus else ""
+        progress.note(f"{cfg.jobs} slots, each with its own worktrees under the system temp folder{where}")
+    order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
+    measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
+    out = search_in_slots(cfg, slots, good, bad, commits, measurer, progress)
+
+    def describe(sha: str) -> tuple[dict, str]:
+        return git.commit_info(repo, sha), git.diff_stat(repo, sha)
+
+    result = to_result(cfg, out, good, bad, commits, measurer, describe)
+    if out.state is not None:
+        log = _replay_marks(repo, worktrees, good, bad, cfg.first_parent, result.steps, result)
+        result = replace(result, bisect_log=log)
     return result
 
 
-def _run_in_tree(cfg, repo, journal, good, bad, commits, cache, progress) -> BisectResult:
-    with gitsession.deferred_signals():
-        stash_sha = gitsession.stash_push(repo, journal, cfg.pause)
-        journal.update(stash_sha=stash_sha, phase="stashed")
-    journal.update(bisect_started=True, phase="measuring")
-    git.bisect_start(repo, bad, good, cfg.first_parent)
+def _replay_marks(repo, worktrees: Worktrees, good: str, bad: str, first_parent: bool,
+                  steps: Sequence[StepRecord], result: BisectResult) -> str:
+    """``git bisect`` told every verdict, in a worktree with no files, so its log tells the same story.
 
-    mark = GitMarks(repo, cfg.first_parent, good, bad)
-    slot = Slot(Path(repo.working_tree_dir), _slot_env(cfg.gpus[0] if cfg.gpus else None),
-                lambda sha: git.checkout(repo, sha))
-    result = _search(cfg, repo, [slot], good, bad, commits, cache, progress, mark)
-    return replace(result, bisect_log=git.save_bisect_log(repo))
-
-
-class GitMarks:
-    """Tells ``git bisect`` (see :func:`perfci.git.bisect_start`) every verdict, so its log tells the same story.
-
-    Called after each round with every verdict so far. When one given earlier
-    changed (the endpoints were measured again and it was judged again), git's
-    bisect is started afresh and told the verdicts as they now stand: with
-    ``--no-checkout``, ``git bisect reset`` leaves HEAD and the tree alone.
+    The log is saved to ``.git/perfci-bisect/bisect.log``. A worktree of its
+    own (``--no-checkout``, removed with the others) keeps git's bisect state
+    out of the user's tree. When the bracket closed but the culprit's own step
+    was not confirmed, git's "first bad commit" line is followed by perfci's
+    word that it is not the answer.
     """
+    path = worktrees.add(good, "log", checkout=False)
+    tree = git.open_repo(path)
+    git.bisect_start(tree, bad, good, first_parent)
+    for record in steps:
+        word = {Verdict.GOOD: "good", Verdict.BAD: "bad"}.get(record.verdict, "skip")
+        git.bisect_mark(tree, record.sha, word)
+    log = git.run(tree, "bisect", "log", check=False)
+    git.run(tree, "bisect", "reset", check=False)
+    if result.status != "culprit" and "# first bad commit:" in log:
+        log += f"\n# perfci: not confirmed ({result.status}, exit {result.exit_code}): {result.message}"
+    if log:
+        from perfci.files import atomic_write_text
 
-    def __init__(self, repo, first_parent: bool, good: str, bad: str):
-        self.repo, self.first_parent, self.good, self.bad = repo, first_parent, good, bad
-        self.marked: list[tuple[str, Verdict]] = []
-
-    def __call__(self, verdicts: Sequence[tuple[str, Verdict]]) -> None:
-        verdicts = list(verdicts)
-        if verdicts[:len(self.marked)] != self.marked:
-            git.bisect_reset(self.repo, save_log=False)
-            git.bisect_start(self.repo, self.bad, self.good, self.first_parent)
-            self.marked = []
-        for sha, verdict in verdicts[len(self.marked):]:
-            word = {Verdict.GOOD: "good", Verdict.BAD: "bad"}.get(verdict, "skip")
-            git.bisect_mark(self.repo, sha, word)
-        self.marked = verdicts
-
-
-def _run_in_worktrees(cfg, repo, journal, good, bad, commits, cache, progress) -> BisectResult:
-    gpus = _gpu_list(cfg)
-    if gpus is not None and len(gpus) < cfg.jobs:
-        raise PerfciError(f"--jobs {cfg.jobs} needs {cfg.jobs} GPUs but only {len(gpus)} are visible "
-                          f"({','.join(gpus)}); pass --gpus or lower --jobs")
-    journal.update(phase="measuring")
-    paths = gitsession.add_worktrees(repo, cfg.jobs, good, journal)
-    slots = []
-    for i, path in enumerate(paths):
-        slots.append(Slot(path, _slot_env(gpus[i] if gpus else None),
-                          lambda sha, p=path: git.checkout_in(p, sha)))
-    if gpus:
-        progress.note(f"{cfg.jobs} worktrees under {paths[0].parent}, GPUs {','.join(gpus[:cfg.jobs])}")
-
-    def mark(verdicts: Sequence[tuple[str, Verdict]]) -> None:
-        pass  # the journal and the cache are the log here; git bisect state is per-tree
-
-    return _search(cfg, repo, slots, good, bad, commits, cache, progress, mark)
+        atomic_write_text(git.state_dir(repo) / "bisect.log", log + "\n")
+    return log
 
 
 def abort(repo_path: Path, pause: gitsession.Pause = gitsession.no_pause) -> tuple[gitsession.Journal, list[str]]:

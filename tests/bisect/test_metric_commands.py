@@ -7,14 +7,20 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.proc_util import wait_until_dead
 
-from perfci.bisect.core import Samples
 from perfci.benchcmd import BenchSpec, bench_once, run_command
 from perfci.benchmetric import (
-    MetricError, MetricSpec, extract, from_csv, from_json, from_regex, last_number, out_path_from_command,
+    MetricError,
+    MetricSpec,
+    extract,
+    from_csv,
+    from_json,
+    from_regex,
+    last_number,
+    out_path_from_command,
 )
 from perfci.bisect.cache import Cache
+from tests.proc_util import wait_until_dead
 
 CSV = """kernel,shape,dtype,median_us,repeats_us,status
 matmul_tiled,4096x4096x4096,fp16,812.5,812.5;813.0,ok
@@ -147,10 +153,16 @@ def test_cache_round_trips_and_keys_on_build_and_command(tmp_path):
     path = tmp_path / "cache.json"
     spec = BenchSpec(("./bench.py",), None, MetricSpec())
     cache = Cache(path)
-    cache.put(spec.cache_key("abc"), "abc", Samples((1.0, 2.0), 1))
+    rounds = [(("a", 10.0), ("b", 10.8), ("b", None), ("a", 10.1))]
+    cache.put_rounds(spec.cache_key("pair:abc:def"), "endpoints", rounds, 1.5)
+    cache.put_build_failure(spec.cache_key("abc"), "abc", "build exited 1: no")
     again = Cache(path)
-    assert again.get(spec.cache_key("abc")) == Samples((1.0, 2.0), 1)
+    assert again.rounds(spec.cache_key("pair:abc:def")) == (rounds, 1.5)
+    assert again.build_failed(spec.cache_key("abc")) == "build exited 1: no"
     assert spec.cache_key("abc") != BenchSpec(("./bench.py",), "make", MetricSpec()).cache_key("abc")
     assert spec.cache_key("abc") != BenchSpec(("./bench.py", "-v"), None, MetricSpec()).cache_key("abc")
     Path(path).write_text("{torn")
-    assert Cache(path).get(spec.cache_key("abc")) == Samples()
+    assert Cache(path).rounds(spec.cache_key("pair:abc:def")) == ([], 0.0)
+    # The unpaired samples of an older perfci cannot be paired afterwards: not read.
+    Path(path).write_text('{"k": {"sha": "abc", "values": [1.0, 2.0], "failures": 0}}')
+    assert Cache(path).rounds("k") == ([], 0.0)

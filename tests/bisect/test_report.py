@@ -7,43 +7,67 @@ from dataclasses import replace
 import pytest
 
 from perfci.bisect.core import (
-    BaselineCheck, BisectResult, Classification, Interval, Samples, StepRecord, Verdict,
+    BisectResult,
+    Interval,
+    PairCheck,
+    Samples,
+    StepRecord,
+    Verdict,
 )
-from perfci.bisect.report import RENDERERS, render_json, render_markdown, render_text
+from perfci.bisect.report import (
+    RENDERERS,
+    plot,
+    render_json,
+    render_markdown,
+    render_text,
+)
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 
 GOOD_SHA, FIRST_SHA, CULPRIT_SHA, THIRD_SHA, BAD_SHA = (c * 40 for c in "abcde")
-P_MIN = 1 / 252  # the smallest one-sided p with five samples a side
 
-GOOD = StepRecord(GOOD_SHA, 0, "GOOD: initial kernels", Samples((10.0, 10.1, 9.9, 10.05, 9.95)),
-                  Classification(Verdict.GOOD))
-BAD = StepRecord(BAD_SHA, 4, "refactor step 4", Samples((10.5, 10.6, 10.4, 10.55, 10.45)),
-                 Classification(Verdict.BAD))
-CULPRIT_STEP = StepRecord(CULPRIT_SHA, 2, "shrink BLOCK_K | tile 64", Samples((10.52, 10.48, 10.5, 10.51, 10.49)),
-                          Classification(Verdict.BAD, 0.98, P_MIN, "at 98% of the gap"))
-GOOD_STEP = StepRecord(FIRST_SHA, 1, "refactor step 1", Samples((10.0, 10.02, 9.98, 10.01, 9.99), failures=1),
-                       Classification(Verdict.GOOD, 0.01, P_MIN, "at 1% of the gap"))
-BASELINE = BaselineCheck(True, False, P_MIN, 5.0, "GOOD median 10 (n=5), BAD median 10.5 (n=5), change +5.00%")
+GOOD = StepRecord(GOOD_SHA, 0, "GOOD: initial kernels", Samples((10.0, 10.1, 9.9, 10.05, 9.95)), Verdict.GOOD)
+BAD = StepRecord(BAD_SHA, 4, "refactor step 4", Samples((10.5, 10.6, 10.4, 10.55, 10.45)), Verdict.BAD)
+CULPRIT_STEP = StepRecord(CULPRIT_SHA, 2, "shrink BLOCK_K | tile 64", Samples((10.52, 10.48, 10.5, 10.51)),
+                          Verdict.BAD, position=0.98, interval=Interval(2.4, 1.9, 2.9), rounds=2, against=(0, 4),
+                          seconds=1.5, reason="2 rounds, likelihood ratio e^+7.0 for bad")
+GOOD_STEP = StepRecord(FIRST_SHA, 1, "refactor step 1", Samples((10.0, 10.02, 9.98, 10.01), failures=1),
+                       Verdict.GOOD, position=0.01, interval=Interval(-2.4, -2.9, -1.9), rounds=2, against=(0, 2),
+                       seconds=1.4, reason="2 rounds, likelihood ratio e^-7.0 for bad")
+BASELINE = PairCheck("real", "GOOD -> BAD +5.00% [+4.25%, +5.75%] (0.995 interval, 6 rounds)",
+                     Interval(5.0, 4.25, 5.75, 0.995), rounds=6, seconds=3.0)
+CHECK = PairCheck("real", "step +5.00% [+4.50%, +5.50%] (0.995 interval, 4 rounds)", Interval(5.0, 4.5, 5.5, 0.995),
+                  rounds=4, failed_rounds=1, seconds=2.0)
 
 CULPRIT = BisectResult(
     status="culprit", message=f"first bad commit: {CULPRIT_SHA[:12]} shrink BLOCK_K | tile 64",
-    good=GOOD, bad=BAD, steps=(CULPRIT_STEP, GOOD_STEP), commits_total=4,  # in the order they were measured
+    good=GOOD, bad=BAD, steps=(CULPRIT_STEP, GOOD_STEP), commits_total=4,  # in the order they were decided
     culprit={"sha": CULPRIT_SHA, "subject": "shrink BLOCK_K | tile 64", "author": "Synth Author <synth@example.com>",
              "date": "2026-11-29T12:00:00+00:00"},
     culprit_diffstat=" base.txt | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)",
-    baseline=BASELINE, step_interval=Interval(5.0, 4.25, 5.75), culprit_interval=Interval(5.0, 4.5, 5.5),
-    confidence=(1 - P_MIN) ** 2, metric="last number on stdout", bench_runs=20,
-    bisect_log="git bisect start\n# first bad commit: [" + CULPRIT_SHA + "]", warnings=("stash kept",),
+    candidates=(CULPRIT_SHA,), best_guess=CULPRIT_SHA, baseline=BASELINE, culprit_check=CHECK,
+    metric="last number on stdout", min_effect_pct=2.0, bench_runs=60, seconds=9.4,
+    bisect_log="git bisect start\n# first bad commit: [" + CULPRIT_SHA + "]", warnings=("a worktree was kept",),
 )
 
-SKIPPED_STEP = StepRecord(CULPRIT_SHA, 2, "broken bench", Samples((), failures=5),
-                          Classification(Verdict.SKIP, reason="only 0 of 5 runs worked"),
-                          "only 0 of 5 runs worked: bench exited 1: this commit's bench is broken")
+UNSURE_STEP = replace(CULPRIT_STEP, verdict=Verdict.UNSURE, position=0.55, reason="40 rounds: undecided")
+UNDECIDED = BisectResult(
+    status="undecided", message=f"the slowdown is in {FIRST_SHA[:12]}..{BAD_SHA[:12]} (4 commits): a probe stayed "
+                                f"unsure within its budget", good=GOOD, bad=BAD, steps=(UNSURE_STEP,), commits_total=4,
+    candidates=(FIRST_SHA, CULPRIT_SHA, THIRD_SHA, BAD_SHA), best_guess=THIRD_SHA, baseline=BASELINE,
+    advice=("more runs: 1 commit(s) stayed unsure within --budget 300 s (#2); raise --budget",
+            "a quieter machine: paired rounds cancel the machine's slow swings, not the scatter between one run and "
+            "the next"), metric="last number on stdout", bench_runs=200, seconds=310.0,
+    notes=("your uncommitted changes stay as they are in your tree: the bench measures the committed code of each "
+           "commit",),
+)
+
+SKIPPED_STEP = StepRecord(CULPRIT_SHA, 2, "broken bench", Samples((), failures=2), Verdict.SKIP, rounds=1,
+                          reason="bench exited 1: this commit's bench is broken")
 ALL_SKIPPED = BisectResult(
     status="all-skipped", message="every commit between the last good and the first bad one was skipped; ...",
     good=GOOD, bad=BAD, steps=(GOOD_STEP, SKIPPED_STEP), commits_total=4,
-    candidates=(CULPRIT_SHA, THIRD_SHA, BAD_SHA), baseline=BASELINE, step_interval=Interval(5.0, 4.25, 5.75),
-    confidence=1 - P_MIN, metric="column 'median_us' of case 'gemv' in r.csv", bench_runs=15,
+    candidates=(CULPRIT_SHA, THIRD_SHA, BAD_SHA), baseline=BASELINE,
+    metric="column 'median_us' of case 'gemv' in r.csv", bench_runs=15,
 )
 
 
@@ -53,32 +77,48 @@ first bad commit: {CULPRIT_SHA}
   subject: shrink BLOCK_K | tile 64
   author:  Synth Author <synth@example.com>
   date:    2026-11-29T12:00:00+00:00
-  step at this commit: +5.00% (95% CI +4.50% .. +5.50%)
-GOOD -> BAD change: +5.00% (95% CI +4.25% .. +5.75%)
-confidence that every verdict was right: 99.2%
-metric: last number on stdout (lower is better); 20 bench runs this session
+  step at this commit, paired against its parent: +5.00% (0.995 interval +4.50% .. +5.50%), 4 paired rounds, \
+1 with a failed run left out, 2 s
+GOOD -> BAD change, paired: +5.00% (0.995 interval +4.25% .. +5.75%), 6 paired rounds, 3 s
+metric: last number on stdout (lower is better); 60 bench runs, 9 s this session
 
  base.txt | 2 +-
  1 file changed, 1 insertion(+), 1 deletion(-)
 
-   #  commit          n  fail      median    pos  verdict / subject
-   0  aaaaaaaaaaaa    5     0          10         GOOD (endpoint)  GOOD: initial kernels
-   1  bbbbbbbbbbbb    5     1          10   0.01  good  refactor step 1
-   2  cccccccccccc    5     0        10.5   0.98  bad  <- first bad  shrink BLOCK_K | tile 64
-   4  eeeeeeeeeeee    5     0        10.5         BAD (endpoint)  refactor step 4
-warning: stash kept
+   #  commit        rounds  runs  fail      median    pos  verdict / subject
+   0  aaaaaaaaaaaa             5     0          10         GOOD (endpoint)  GOOD: initial kernels
+   1  bbbbbbbbbbbb       2     4     1      10.005   0.01  good  refactor step 1
+   2  cccccccccccc       2     4     0      10.505   0.98  bad  <- first bad  shrink BLOCK_K | tile 64
+   4  eeeeeeeeeeee             5     0        10.5         BAD (endpoint)  refactor step 4
+warning: a worktree was kept
 """
 
 
-def test_text_report_of_an_all_skipped_range_gives_the_reason_and_no_confidence():
+def test_an_undecided_report_names_the_range_the_best_guess_and_what_would_decide_it():
+    text = render_text(UNDECIDED)
+    lines = text.splitlines()
+    assert lines[0] == UNDECIDED.message
+    assert lines[1] == f"candidates (4): {FIRST_SHA[:12]} {CULPRIT_SHA[:12]} {THIRD_SHA[:12]} {BAD_SHA[:12]}"
+    assert lines[2] == f"best guess: {THIRD_SHA}"
+    assert "what would decide it:" in lines and "  - " + UNDECIDED.advice[0] in lines
+    assert f"note: {UNDECIDED.notes[0]}" in lines
+    assert "first bad commit:" not in text and "<- first bad" not in text
+    row = next(line for line in lines if line.startswith("   2  cccccccccccc"))
+    assert row.endswith("unsure  shrink BLOCK_K | tile 64")
+    assert lines[lines.index(row) + 1] == "      unsure: 40 rounds: undecided"
+    md = render_markdown(UNDECIDED)
+    assert "- what would decide it:" in md and "- - more runs" in md.replace("  - ", "- - ")
+
+
+def test_text_report_of_an_all_skipped_range_gives_the_reason():
     text = render_text(ALL_SKIPPED)
     lines = text.splitlines()
     assert lines[0] == ALL_SKIPPED.message
-    assert "confidence" not in text  # no culprit: a confidence in it would mean nothing
+    assert "best guess" not in text
     assert "metric: column 'median_us' of case 'gemv' in r.csv (lower is better); 15 bench runs" in text
     skipped_row = lines.index(next(line for line in lines if line.startswith("   2  cccccccccccc")))
-    assert lines[skipped_row].split()[1:5] == ["cccccccccccc", "0", "5", "-"]
-    assert lines[skipped_row + 1] == f"{'':>4}  skipped: {SKIPPED_STEP.reason}"
+    assert lines[skipped_row].split()[1:5] == ["cccccccccccc", "1", "0", "2"]
+    assert lines[skipped_row + 1] == f"{'':>4}  skip: {SKIPPED_STEP.reason}"
 
 
 def test_higher_is_better_is_named_in_every_format():
@@ -93,7 +133,7 @@ def test_markdown_escapes_pipes_and_keeps_history_order():
     assert "```\n" + CULPRIT.culprit_diffstat + "\n```" in markdown
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and "`" in line]
     assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 1", "| 2", "| 4"]
-    assert rows[2] == ("| 2 | `cccccccccccc` | 5 | 0 | 10.5 | 0.98 | bad  <- first bad | "
+    assert rows[2] == ("| 2 | `cccccccccccc` | 2 | 4 | 0 | 10.505 | 0.98 | bad  <- first bad | "
                        "shrink BLOCK_K \\| tile 64 |")
 
 
@@ -101,21 +141,29 @@ def test_json_report_carries_every_number():
     doc = json.loads(render_json(CULPRIT))
     assert doc["status"] == "culprit" and doc["exit_code"] == EXIT_OK
     assert doc["culprit"] == {**CULPRIT.culprit, "diffstat": CULPRIT.culprit_diffstat}
-    assert doc["culprit_interval"] == {"estimate_pct": 5.0, "low_pct": 4.5, "high_pct": 5.5}
-    assert doc["step_interval"] == {"estimate_pct": 5.0, "low_pct": 4.25, "high_pct": 5.75}
-    assert doc["baseline"] == {"p_value": P_MIN, "effect_pct": 5.0, "message": BASELINE.message}
-    assert [s["sha"] for s in doc["steps"]] == [CULPRIT_SHA, FIRST_SHA]  # measurement order, as the run went
+    assert doc["culprit_interval"] == {"estimate_pct": 5.0, "low_pct": 4.5, "high_pct": 5.5, "confidence": 0.995}
+    assert doc["step_interval"] == {"estimate_pct": 5.0, "low_pct": 4.25, "high_pct": 5.75, "confidence": 0.995}
+    assert doc["baseline"]["status"] == "real" and doc["baseline"]["rounds"] == 6
+    assert doc["culprit_check"] == {"status": "real", "message": CHECK.message, "interval": doc["culprit_interval"],
+                                    "rounds": 4, "failed_rounds": 1, "seconds": 2.0, "rounds_needed": None}
+    assert [s["sha"] for s in doc["steps"]] == [CULPRIT_SHA, FIRST_SHA]  # decision order, as the run went
     assert doc["steps"][1] == {"sha": FIRST_SHA, "order": 1, "subject": "refactor step 1",
-                               "samples": [10.0, 10.02, 9.98, 10.01, 9.99], "failures": 1, "median": 10.0,
-                               "verdict": "good", "position": 0.01, "p_value": P_MIN, "reason": ""}
+                               "samples": [10.0, 10.02, 9.98, 10.01], "failures": 1, "median": pytest.approx(10.005),
+                               "verdict": "good", "position": 0.01,
+                               "interval": {"estimate_pct": -2.4, "low_pct": -2.9, "high_pct": -1.9,
+                                            "confidence": 0.95},
+                               "rounds": 2, "against": [0, 2], "seconds": 1.4, "reason": GOOD_STEP.reason}
     assert doc["good"]["verdict"] == "good" and doc["bad"]["median"] == 10.5
-    assert doc["confidence"] == pytest.approx((1 - P_MIN) ** 2)
-    assert doc["warnings"] == ["stash kept"] and doc["bisect_log"] == CULPRIT.bisect_log
+    assert doc["warnings"] == ["a worktree was kept"] and doc["bisect_log"] == CULPRIT.bisect_log
+    assert doc["min_effect_pct"] == 2.0 and doc["best_guess"] == CULPRIT_SHA
+    undecided = json.loads(render_json(UNDECIDED))
+    assert undecided["culprit"] is None and undecided["best_guess"] == THIRD_SHA
+    assert undecided["advice"] == list(UNDECIDED.advice) and undecided["exit_code"] == EXIT_INCONCLUSIVE
 
 
 @pytest.mark.parametrize("status, exit_code", [
-    ("culprit", EXIT_OK), ("all-skipped", EXIT_USAGE), ("no-difference", EXIT_INCONCLUSIVE),
-    ("swapped", EXIT_INCONCLUSIVE),
+    ("culprit", EXIT_OK), ("undecided", EXIT_INCONCLUSIVE), ("all-skipped", EXIT_USAGE),
+    ("no-difference", EXIT_INCONCLUSIVE), ("swapped", EXIT_INCONCLUSIVE),
 ])
 def test_exit_code_follows_the_status_in_the_json_too(status, exit_code):
     result = replace(CULPRIT, status=status)
@@ -123,12 +171,20 @@ def test_exit_code_follows_the_status_in_the_json_too(status, exit_code):
     assert json.loads(render_json(result))["exit_code"] == exit_code
 
 
-def test_no_difference_has_no_intervals_and_every_renderer_says_why():
-    result = BisectResult(status="no-difference", message="no significant difference between GOOD and BAD (...)",
-                          good=GOOD, bad=BAD, commits_total=4, metric="last number on stdout", bench_runs=10)
+def test_no_difference_has_no_culprit_and_every_renderer_says_why():
+    check = PairCheck("below-floor", "GOOD -> BAD +0.10% [-0.50%, +0.70%] (0.995 interval, 6 rounds): no slowdown "
+                                     "past --min-effect 2%", Interval(0.1, -0.5, 0.7, 0.995), 6)
+    result = BisectResult(status="no-difference", message=check.message, good=GOOD, bad=BAD, commits_total=4,
+                          baseline=check, metric="last number on stdout", bench_runs=24)
     doc = json.loads(render_json(result))
-    assert doc["culprit"] is None and doc["step_interval"] is None and doc["steps"] == []
+    assert doc["culprit"] is None and doc["culprit_interval"] is None and doc["steps"] == []
     for name, render in RENDERERS.items():
         out = render(result)
         assert result.message in out, name
-        assert "CI" not in out, name  # no interval was computed, so none is shown
+        assert "first bad" not in out, name
+
+
+def test_plot_marks_the_best_guess_of_an_undecided_bisect(tmp_path):
+    plot(UNDECIDED, tmp_path / "u.png")
+    plot(CULPRIT, tmp_path / "c.png")
+    assert (tmp_path / "u.png").stat().st_size > 5_000 and (tmp_path / "c.png").stat().st_size > 5_000
