@@ -24,33 +24,36 @@ How a case is judged (log time)
    whose clocks ran lower moves every compute-bound case together, one whose
    launches ran faster every short case by about the same time; neither is a
    case's own noise.
-3. **Between-night variance, moderated.** ``s^2``, the sample variance of the
-   ``m_i`` (K-1 degrees of freedom), is shrunk towards a prior ``s0^2``: with
-   K = 3 a variance from 2 degrees of freedom alone is too unsteady to test 80
-   cases with. The prior is estimated from the suite itself, empirical-Bayes
-   as limma does it (Smyth 2004): ``log s^2`` of every case is regressed on log
-   duration (short kernels are noisier), and the scatter left over gives the
-   prior's weight ``d0``. The moderated ``s~^2 = (d0 s0^2 + (K-1) s^2) / (d0 + K-1)``
-   has ``d0 + K-1`` degrees of freedom. With fewer than 8 cases to learn from,
-   the prior is the noise profile's floor read as a spread, worth 2 nights.
-   It is never taken below ``mean(v_i)``: a level cannot be steadier from
+3. **Between-night variance, moderated per kernel family.** ``s^2``, the
+   sample variance of the ``m_i`` (K-1 degrees of freedom), is shrunk towards
+   its family's prior (:mod:`perfci.compare.prior`: the cases of one kernel
+   label, limma's empirical Bayes within the family, a weight of at most 8
+   nights, never below the lower 95% bound of the case's own variance; a small
+   family takes its kernel's, else the suite's, at least the profile's one-run
+   spread). A suite-wide prior shrank split-K cases that move 3% between
+   processes to the suite's 0.5% and called them regressed. The moderated
+   variance is never taken below ``mean(v_i)``: a level cannot be steadier from
    night to night than its own repeats let it be (on the H200 a cuBLAS GEMM's
    repeats mix two speeds 6% apart on three nights and sit all on the slow one
    on two; three tight mixed nights said nothing of that).
-4. **Tonight.** ``est = m_0 - mean(m_i) - shift_0``, tonight's suite-wide shift
-   fitted as in 2, judged with a prediction interval:
-   ``se^2 = s~^2 (1 + 1/K) + max(0, v_0 - mean(v_i))``: the night-to-night spread
-   of the center and of tonight, plus whatever tonight's repeats scattered
-   beyond a usual night's. t distribution, two-sided p; Benjamini-Hochberg
-   across the suite. Compare's common mode of tonight (medians, split
-   compute/memory-bound) is reported on its own line, as compare does.
+4. **Tonight.** ``est = m_0 - mean(m_i) - shift_0``, judged with a prediction
+   interval: ``se^2 = s~^2 (1 + 1/K) + max(0, v_0 - mean(v_i))``: the
+   night-to-night spread of the center and of tonight, plus whatever tonight's
+   repeats scattered beyond a usual night's. t distribution, two-sided p;
+   Benjamini-Hochberg across the suite. ``shift_0``, tonight's suite-wide shift
+   at the case, is fitted as in 2 but on the *other* kernels' cases only
+   (:func:`perfci.compare.shift.tonight_offsets`), so a change to one kernel's code is not taken as
+   the suite's. Compare's common mode of tonight is reported on its own line.
 5. **Verdicts** (:func:`perfci.verdict.decide`). ``regressed``: q <= alpha and
-   the whole interval above +floor, the floor being ``--min-effect``, or 1%
-   (``absolute_floor`` adds the profile's ``floor_us`` as a share of the case's
-   time, as compare does); ``improved`` mirrors it; ``unchanged``: the interval
-   inside +-(the profile's floor), decide's ``margin``: nothing as large as a
-   one-run compare could see; ``inconclusive`` otherwise. A scattered tonight is
-   never ``regressed``.
+   the whole interval above +floor, the floor being ``--min-effect``, or 1% plus
+   the profile's ``floor_us`` as a share of the case's time (a short kernel's
+   night moves by a fixed time); ``improved`` mirrors it; ``unchanged``: the
+   interval inside +-margin (:func:`unchanged_margin`): within +-1%, or holding 0
+   and reaching no further than 4% (4 x the floor, and the profile's one-run
+   floor); ``inconclusive`` otherwise, which the nightly confirms. A scattered
+   tonight is never ``regressed``. Leave-one-out on the H200's nights
+   (``benchmarks/history_validation.py``, docs/history.md): a +3% change to a
+   kernel is no longer ``unchanged`` in 76-90% but in 3-7% of its cases.
 
 Everything is in time: device clocks of different processes are not compared
 (on the H200, four nights' device clocks carried a per-process factor of up to
@@ -64,19 +67,18 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import special
 
 from perfci import stats
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
 from perfci.compare.noise import NoiseProfile
+from perfci.compare.prior import CaseVariance, Prior, PriorOptions, case_priors, moderated_var
+from perfci.compare.shift import tonight_offsets
 from perfci.compare.verdicts import case_exponent, log_samples, status_case
 from perfci.history.nights import level_var, mode_offsets, night_level
 from perfci.model import ResultRow, ResultTable
 from perfci.verdict import DISTURBED, DisturbedRule, Reasons, SuiteShift, Verdict, decide
 
 DEFAULT_NIGHTS = 5
-# A profile's floor is 1.25 x the q99 of |log ratio| of two runs: a spread of one run is floor / (1.25 * 2.576 * sqrt 2).
-_FLOOR_TO_SD = 1.25 * 2.5758 * math.sqrt(2.0)
 
 
 @dataclass(frozen=True)
@@ -84,13 +86,17 @@ class PooledOptions:
     nights: int = DEFAULT_NIGHTS  # K: the last K ok runs of each case
     min_nights: int = 2  # fewer: the case is inconclusive
     floor_pct: float = 1.0  # regressed needs the interval above this (overridden by --min-effect)
-    profile_prior_nights: float = 2.0  # d0 when the prior comes from the profile
-    min_prior_cases: int = 8  # cases needed to learn the prior from the suite
-    max_prior_nights: float = 1e4  # cap on the prior's weight d0
-    # Add the profile's floor_us / base time to the floor, as compare does. Off: the affine
-    # common mode takes out a run's shift by a fixed time, the level's own variance bounds a
-    # case's, and with it on a 3% change of a 7-15 us kernel can never be called (floor 2.3-3.7%).
-    absolute_floor: bool = False
+    prior: PriorOptions = PriorOptions()  # where each case's between-night variance is shrunk to
+    # unchanged: the interval inside +-margin (unchanged_margin). "resolution": its own width, at least
+    # the floor, at most margin_cap x the floor and the profile's one-run floor; "profile": the
+    # profile's one-run floor alone (5.36% on the H200: +3% changes read unchanged).
+    margin: str = "resolution"
+    margin_cap: float = 4.0
+    # Add the profile's floor_us / base time to the floor regressed must clear, as compare does (not
+    # to the unchanged margin): a short kernel's night moves by a fixed fraction of a microsecond (H200
+    # decode, a night with every host core busy: split-K cases of 9-15 us +0.55-0.7 us, repeats tight).
+    # A 3% change of a 7-15 us kernel is then inconclusive rather than regressed; confirm decides it.
+    absolute_floor: bool = True
     night_common_mode: bool = True  # take each history night's suite-wide shift out
     excess_over: str = "mean"  # tonight's scatter counts beyond the nights' mean | max | off
     min_night_mode_cases: int = 6
@@ -98,6 +104,7 @@ class PooledOptions:
     level: str = "fast"  # a night's value: fast (mean of the fastest half of its repeats) | median
     mode: str = "affine"  # a run's suite-wide shift: affine (a + c*exponent + b/us, Huber) | median
     within_floor: bool = True  # between-night variance >= the nights' own (bootstrap) level variance
+    exclude_own_kernel: bool = True  # tonight's suite shift at a case is fitted on the other kernels' cases
 
 
 @dataclass(frozen=True)
@@ -125,22 +132,11 @@ class NightPool:
 
 
 @dataclass(frozen=True)
-class Prior:
-    d0: float  # weight of the prior, in degrees of freedom (inf: every case alike)
-    intercept: float  # log s0^2 = intercept + slope * log(base us)
-    slope: float
-    source: str  # "suite" | "profile"
-
-    def s0sq(self, base_us: float) -> float:
-        return math.exp(self.intercept + self.slope * math.log(base_us))
-
-
-@dataclass(frozen=True)
 class Baseline:
     pools: Mapping[tuple[str, str, str], NightPool]
     last_status: Mapping[tuple[str, str, str], ResultRow]  # the newest row of every case, any status
     suite_keys: Mapping[str, frozenset]  # suite -> the cases of its newest run
-    prior: Prior
+    priors: Mapping[tuple[str, str, str], Prior]  # each pooled case's prior (perfci.compare.prior)
     n_runs: int
 
 
@@ -160,46 +156,6 @@ def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> Nigh
                      len(rows) - len(used), tuple(indexed[i][0] for i in used))
 
 
-def _trigamma_inverse(x: float) -> float:
-    """y with trigamma(y) = x (Newton, as limma's trigammaInverse)."""
-    if x > 1e7:
-        return 1.0 / math.sqrt(x)
-    if x < 1e-6:
-        return 1.0 / x
-    y = 0.5 + 1.0 / x
-    for _ in range(50):
-        tri = float(special.polygamma(1, y))
-        step = tri * (1.0 - tri / x) / float(special.polygamma(2, y))
-        y += step
-        if -step / y < 1e-8:
-            break
-    return y
-
-
-def fit_prior(pools: Sequence[NightPool], profile: NoiseProfile, opts: PooledOptions) -> Prior:
-    """The prior of the between-night variance: from the suite when it has enough cases, else the profile."""
-    usable = [p for p in pools if p.k >= 2]
-    if len(usable) < opts.min_prior_cases:
-        # floor_for adds floor_us / base_us; read as a spread that is a + b / base_us; log-linear is
-        # close enough over one suite, so take the relative part only and weigh it as 2 nights.
-        sd = profile.floor_for(None, False) / 100.0 / _FLOOR_TO_SD
-        return Prior(opts.profile_prior_nights, math.log(sd * sd), 0.0, "profile")
-    d = np.array([p.k - 1 for p in usable], dtype=float)
-    s2 = np.maximum([p.var for p in usable], 1e-10)
-    x = np.array([p.center for p in usable])  # log of the case's duration in us
-    e = np.log(s2) - special.digamma(d / 2.0) + np.log(d / 2.0)
-    slope = 0.0
-    if np.ptp(x) > 0.5:  # durations spread over more than a factor 1.6: fit the trend
-        slope, intercept = np.polyfit(x, e, 1)
-    intercept = float(np.mean(e - slope * x))
-    resid = e - intercept - slope * x
-    evar = float(np.var(resid, ddof=2 if slope else 1)) - float(np.mean(special.polygamma(1, d / 2.0)))
-    d0 = 2.0 * _trigamma_inverse(evar) if evar > 0 else math.inf
-    d0 = min(d0, opts.max_prior_nights)
-    shift = float(special.digamma(d0 / 2.0) - math.log(d0 / 2.0))
-    return Prior(d0, intercept + shift, float(slope), "suite")
-
-
 def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfile,
                    options: PooledOptions | None = None, arch: str = "") -> Baseline:
     """Each case's last K ok nights from RUNS (suite, table), oldest first."""
@@ -216,8 +172,12 @@ def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfil
     pools = {key: _pool(rows[-opts.nights:], opts) for key, rows in ok_rows.items()}
     if opts.night_common_mode:
         pools = _remove_night_modes(pools, arch, opts)
-    prior = fit_prior(list(pools.values()), profile, opts)
-    return Baseline(pools, last, suite_keys, prior, len(runs))
+    priors = case_priors({key: _variance(p) for key, p in pools.items()}, profile, opts.prior)
+    return Baseline(pools, last, suite_keys, priors, len(runs))
+
+
+def _variance(pool: NightPool) -> CaseVariance:
+    return CaseVariance(pool.k, pool.var, pool.center)
 
 
 def _remove_night_modes(pools: dict, arch: str, opts: PooledOptions) -> dict:
@@ -246,6 +206,14 @@ def _remove_night_modes(pools: dict, arch: str, opts: PooledOptions) -> dict:
                 offsets.setdefault(key, {})[run] = float(o)
         adj = {key: raw[key] - np.asarray([offsets[key][r] for r in p.runs]) for key, p in pools.items()}
     return {key: replace(p, medians=tuple(float(x) for x in adj[key])) for key, p in pools.items()}
+
+
+def _spread(row: ResultRow, pool: NightPool, baseline: Baseline, popts: PooledOptions) -> tuple[float, float]:
+    """(the case's between-night variance, its degrees of freedom): moderated, at least its nights' own."""
+    s2, df = moderated_var(_variance(pool), baseline.priors[row.key], popts.prior)
+    if popts.within_floor:  # a level cannot move less between nights than its own repeats let it
+        s2 = max(s2, float(np.mean(pool.within)))
+    return s2, df
 
 
 def _usual(within: Sequence[float], how: str) -> float:
@@ -306,23 +274,19 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
     exps = [_exponent(r, arch) for r, _ in candidates]
     cm = (stats.common_mode(raw, exps, min_cases=opts.min_common_mode_cases) if opts.common_mode and raw
           else stats.CommonMode(n_cases=len(raw), method="none"))
+    spreads = [_spread(row, pool, baseline, popts) for row, pool in candidates]
     if opts.common_mode and raw:
-        offsets = mode_offsets(raw, exps, [p.center for _, p in candidates], popts.mode,
-                               opts.min_common_mode_cases)
+        offsets = tonight_offsets(raw, exps, [p.center for _, p in candidates], [r.kernel for r, _ in candidates],
+                                  [math.sqrt(s2 * (1.0 + 1.0 / p.k)) for (s2, _), (_, p) in zip(spreads, candidates)],
+                                  popts.mode, opts.min_common_mode_cases, popts.exclude_own_kernel)
     else:
         offsets = np.zeros(len(raw))
     tested = []
-    for (row, pool), shift, e, offset in zip(candidates, raw, exps, offsets):
+    for (row, pool), shift, e, offset, (s2, df) in zip(candidates, raw, exps, offsets, spreads):
         logs = log_samples(row)
-        d = pool.k - 1
-        s0 = baseline.prior.s0sq(math.exp(pool.center))
-        d0 = baseline.prior.d0
-        s2 = s0 if math.isinf(d0) else (d0 * s0 + d * pool.var) / (d0 + d)
-        if popts.within_floor:  # a level cannot move less between nights than its own repeats let it
-            s2 = max(s2, float(np.mean(pool.within)))
         excess = max(0.0, level_var(logs, popts.level) - _usual(pool.within, popts.excess_over))
         se = math.sqrt(max(s2, 1e-8) * (1.0 + 1.0 / pool.k) + excess)
-        tested.append(_Tested(pool, row, shift - float(offset), se, d0 + d, math.sqrt(s2),
+        tested.append(_Tested(pool, row, shift - float(offset), se, df, math.sqrt(s2),
                               stats.robust_spread(logs), e))
     estimates = [stats.t_estimate(t.est, t.se, t.df, opts.confidence) for t in tested]
     p_values = [e.p_value for e in estimates]
@@ -331,7 +295,7 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         case_floor = floor_pct
         if popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us:
             case_floor += 100.0 * profile.floor_us / math.exp(t.pool.center)
-        cases.append(_verdict(t, e, float(q), math.log1p(case_floor / 100.0), profile, opts, popts))
+        cases.append(_verdict(t, e, float(q), math.log1p(case_floor / 100.0), floor, profile, opts, popts))
     cases.sort(key=CaseComparison.severity_key)
     suite = _suite(cm, tested, profile)
     notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor)
@@ -344,23 +308,43 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
                       False, tuple(notes))
 
 
-def _verdict(t: _Tested, est: stats.Estimate, q: float, floor: float, profile: NoiseProfile,
+def unchanged_margin(low: float, high: float, min_effect: float, cap: float) -> float:
+    """The equivalence margin of an interval [LOW, HIGH] (logs): ``unchanged`` needs it inside +-margin.
+
+    The interval's own width, so that between MIN_EFFECT and CAP a case is
+    unchanged exactly when its interval holds 0: no sign of a change, at the
+    resolution its nights give it. At least MIN_EFFECT: an interval inside
+    +-1% is unchanged even when it excludes 0. At most CAP, the profile's
+    one-run floor: unchanged never claims less than a one-run compare would.
+    """
+    return min(max(high - low, min_effect), max(cap, min_effect))
+
+
+def _verdict(t: _Tested, est: stats.Estimate, q: float, floor: float, min_effect: float, profile: NoiseProfile,
              opts: CompareOptions, popts: PooledOptions) -> CaseComparison:
     lo, hi = est.low, est.high
     base_us = math.exp(t.pool.center)
-    wide = math.log1p(profile.floor_for(t.exponent, False, base_us) / 100.0)
     c = replace_base(CaseComparison(
         kernel=t.cur.kernel, shape=t.cur.shape, dtype=t.cur.dtype, verdict="", adj_ratio=math.exp(t.est),
         ci_low=math.exp(lo), ci_high=math.exp(hi), p_value=est.p_value, q_value=q,
         floor_pct=100.0 * math.expm1(floor), clock_exponent=t.exponent, clock_space="time",
         spread_base_pct=100.0 * t.s_between, spread_cur_pct=100.0 * t.spread_cur), t.pool, t.cur)
-    # The floor (1%) is what a change must clear; unchanged needs the profile's one-run floor.
-    decision = decide(lo, hi, floor=floor, margin=wide, q=q, alpha=opts.alpha, reasons=Reasons(
+    if popts.margin == "profile":  # the rule before per-case margins, kept for validation side by side
+        margin = math.log1p(profile.floor_for(t.exponent, False, base_us) / 100.0)
+        inside, past = f"±{100 * math.expm1(margin):.1f}% (profile floor)", "the profile floor"
+    else:
+        cap = min(math.log1p(popts.margin_cap * math.expm1(min_effect)),
+                  math.log1p(profile.floor_for(t.exponent, False, base_us) / 100.0))
+        margin = unchanged_margin(lo, hi, min_effect, cap)
+        inside = past = f"±{100 * math.expm1(margin):.1f}%"
+        inside += " (the minimum effect)" if margin <= min_effect else " (what its nights resolve)"
+    # The floor (1%) is what a change must clear; unchanged needs the whole interval inside the margin.
+    decision = decide(lo, hi, floor=floor, margin=margin, q=q, alpha=opts.alpha, reasons=Reasons(
         regressed=f"significant against {t.pool.k} nights, interval above the floor",
         improved=f"significant against {t.pool.k} nights, interval below the floor",
-        unchanged=f"interval inside ±{100 * math.expm1(wide):.1f}% (profile floor)",
+        unchanged=f"interval inside {inside}",
         straddles="significant, but the interval reaches inside the floor",
-        not_significant="not significant, interval reaches past the profile floor"))
+        not_significant=f"not significant, interval reaches past {past}"))
     if decision.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
         typical = float(np.median(t.pool.spreads))
         if popts.disturbed.scattered(t.spread_cur, typical):
@@ -412,10 +396,8 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
         notes.append(f"pooled baseline: each case against its last {nights} ok nights of {baseline.n_runs} "
                      f"run(s) in the store (--nights {popts.nights}), in time; between-night spread "
                      f"(moderated) median {np.median(spreads):.2f}%, range {min(spreads):.2f}-{max(spreads):.2f}%")
-        pr = baseline.prior
-        weight = "every case alike" if math.isinf(pr.d0) or pr.d0 >= 1e4 else f"worth {pr.d0:.1f} nights"
         level = "the mean of its fastest half of repeats" if popts.level == "fast" else "its median"
-        notes.append(f"a night's value: {level}; spread prior from the {pr.source} ({weight}); a case's "
+        notes.append(f"a night's value: {level}; spread prior {_prior_words(baseline, tested)}; a case's "
                      f"interval adds the spread of the nights' mean and of tonight, and any scatter of tonight's "
                      f"repeats beyond a usual night's")
     left = sum(t.pool.left_out for t in tested)
@@ -435,6 +417,31 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
     notes.append(f"regressed/improved: q <= {opts.alpha:g} and the interval beyond ±{100 * math.expm1(floor):.1f}%"
                  + (" (--min-effect)" if opts.min_effect_pct is not None else "")
                  + (f" + {profile.floor_us:g} us / base time" if absolute else "")
-                 + f"; unchanged: the interval inside the {profile.name} profile's floor "
-                 f"({profile.floor_pct:g}%" + (f" + {profile.floor_us:g} us" if profile.floor_us else "") + ")")
+                 + "; unchanged: " + _unchanged_words(profile, popts, floor))
     return notes
+
+
+def _unchanged_words(profile: NoiseProfile, popts: PooledOptions, floor: float) -> str:
+    if popts.margin == "profile":
+        return (f"the interval inside the {profile.name} profile's floor ({profile.floor_pct:g}%"
+                + (f" + {profile.floor_us:g} us" if profile.floor_us else "") + ")")
+    cap = 100.0 * popts.margin_cap * math.expm1(floor)
+    return (f"the interval inside ±{100 * math.expm1(floor):.1f}%, or holding 0 and inside ±{cap:.1f}% "
+            f"(and the {profile.name} profile's floor); otherwise inconclusive")
+
+
+def _prior_words(baseline: Baseline, tested: Sequence[_Tested]) -> str:
+    """Where the tested cases' priors came from, e.g. "per family (splitk_decode: 16 case(s), worth 8.0 nights)"."""
+    used: dict[tuple[str, str], list] = {}
+    for t in tested:
+        p = baseline.priors[t.cur.key]
+        used.setdefault((p.source, p.group), [p, 0])[1] += 1
+
+    def weight(p: Prior) -> str:
+        return "every case alike" if math.isinf(p.d0) or p.d0 >= 1e4 else f"worth {p.d0:.1f} nights"
+
+    if len(used) == 1 and not next(iter(used))[1]:  # one prior for every case: the suite's or the profile's
+        p = next(iter(used.values()))[0]
+        return f"from the {p.source} ({weight(p)})"
+    parts = [f"{p.group or 'the ' + p.source}: {n} case(s), {weight(p)}" for p, n in (used[k] for k in sorted(used))]
+    return "per family (" + "; ".join(parts) + ")"

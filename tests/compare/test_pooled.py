@@ -9,7 +9,8 @@ import pytest
 from perfci.compare import CompareOptions
 from perfci.compare.noise import profile_for_arch
 from perfci.history import store
-from perfci.compare.pooled import PooledOptions, build_baseline, fit_prior, judge
+from perfci.compare.pooled import PooledOptions, build_baseline, judge
+from perfci.compare.prior import CaseVariance, PriorOptions, case_priors, suite_prior
 from perfci.results import COLUMNS, read_results, render_rows_csv
 from perfci.verdict import Verdict
 from tests.history.synth import night_rows, write_night
@@ -99,7 +100,7 @@ def test_broken_added_and_removed_cases(five, tmp_path):
     assert list(verdicts.values()).count("removed") == 22
 
 
-def test_regressed_needs_one_percent_but_unchanged_needs_the_profile_floor(five):
+def test_regressed_needs_the_floor_and_unchanged_an_interval_that_holds_zero(five):
     nights = [("decode", read_results(five / f"n{i}.csv")) for i in range(5)]
     profile = profile_for_arch("sm_90")
     b = build_baseline(nights, profile, PooledOptions(), "sm_90")
@@ -109,19 +110,45 @@ def test_regressed_needs_one_percent_but_unchanged_needs_the_profile_floor(five)
     assert slow.verdict == Verdict.REGRESSED and slow.ci_low > 1.01
     assert slow.reason == "significant against 5 nights, interval above the floor"
     quiet = [c for c in out.cases if c.verdict == Verdict.UNCHANGED]
-    assert quiet and all(c.reason.startswith("interval inside ±") and c.reason.endswith("% (profile floor)")
-                         for c in quiet)
-    # Inside the profile floor is unchanged even where the interval reaches past 1%.
-    assert any(c.ci_high > 1.01 or c.ci_low < 1 / 1.01 for c in quiet)
+    assert quiet and all(c.reason.startswith("interval inside ±") for c in quiet)
+    # Unchanged: inside ±1%, or holding 0 and inside ±4%; nothing else, whatever the profile's floor.
+    assert all(c.ci_low < 1.0 < c.ci_high or 1 / 1.01 < c.ci_low <= c.ci_high < 1.01 for c in quiet)
+    assert all(1 / 1.04 < c.ci_low and c.ci_high < 1.04 for c in quiet)
+    # The rule before: inside the profile floor (5.36%) was unchanged, even an interval wholly above 0.
+    old = judge(b, cur, "decode", "sm_90", profile, CompareOptions(), PooledOptions(margin="profile"))
+    assert all(c.reason.endswith("% (profile floor)") for c in old.cases if c.verdict == Verdict.UNCHANGED)
 
 
-def test_the_prior_comes_from_the_profile_when_the_suite_is_too_small(five):
+def test_an_interval_wholly_above_zero_is_never_unchanged(tmp_path):
+    # +2% on every night-to-night-quiet case: past the 1% floor's reach for regressed at q <= 0.05 or
+    # not, its interval excludes 0, so it goes to confirm as inconclusive (the profile rule said unchanged).
+    nights = [("decode", read_results(write_night(tmp_path / f"n{i}.csv", i))) for i in range(3)]
+    profile = profile_for_arch("sm_90")
+    b = build_baseline(nights, profile, PooledOptions(nights=3), "sm_90")
+    cur = read_results(write_night(tmp_path / "cur.csv", 7, slow={SLOW: 1.02}))
+    for rule, allowed in (("resolution", {Verdict.REGRESSED, Verdict.INCONCLUSIVE}), ("profile", None)):
+        out = judge(b, cur, "decode", "sm_90", profile, CompareOptions(), PooledOptions(nights=3, margin=rule))
+        slow = next(c for c in out.cases if c.key == SLOW)
+        assert slow.ci_low > 1.0
+        if allowed:
+            assert slow.verdict in allowed
+        else:
+            assert slow.verdict == Verdict.UNCHANGED
+
+
+def test_the_prior_comes_from_the_family_then_the_suite_then_the_profile(five):
     nights = [("decode", read_results(five / f"n{i}.csv")) for i in range(5)]
     profile = profile_for_arch("sm_90")
     b = build_baseline(nights, profile, PooledOptions(), "sm_90")
-    assert b.prior.source == "suite" and b.prior.d0 > 0
-    small = [p for key, p in b.pools.items() if key[0] == "matmul_tiled"][:4]
-    assert fit_prior(small, profile, PooledOptions()).source == "profile"
+    # 12 cases a family: each learns its own.
+    assert {(p.source, p.group) for p in b.priors.values()} == {("family", "matmul_tiled"),
+                                                                ("family", "splitk_decode[m_fast=1]")}
+    assert all(0 < p.d0 <= PriorOptions().max_prior_nights for p in b.priors.values())
+    small = {key: CaseVariance(p.k, p.var, p.center) for key, p in b.pools.items() if key[0] == "matmul_tiled"}
+    four = dict(list(small.items())[:4])
+    assert suite_prior(list(four.values()), profile, PriorOptions()).source == "profile"
+    assert {p.source for p in case_priors(four, profile, PriorOptions()).values()} == {"profile"}
+    assert {p.source for p in case_priors(small, profile, PriorOptions(scope="suite")).values()} == {"suite"}
     # Pure: the same tables give the same comparison.
     cur = read_results(write_night(five / "pure.csv", 13))
     a = judge(b, cur, "decode", "sm_90", profile, CompareOptions())

@@ -1,0 +1,177 @@
+"""The prior of each case's between-night variance in the pooled compare (:mod:`perfci.compare.pooled`).
+
+Pure numbers in and out. A case with K nights has K-1 degrees of freedom of its
+own: with two or three nights in the store that variance is too unsteady to
+test 80 cases with, so it is shrunk towards a prior, empirical Bayes as limma
+does it (Smyth 2004): ``s~^2 = (d0 s0^2 + d s^2) / (d0 + d)``.
+
+Where the prior is learned decides what it can hide. Learned from the whole
+suite, it says "a night moves a case by about 0.5%", and a split-K case whose
+process moves it by 3% is shrunk to that and called regressed on the night it
+moves (H200 decode, two nights in the store: 9 of 84 cases, all split-K,
++2.2..+3.6%). So the prior is a **family**'s, the cases of one kernel label
+(``splitk_decode[m_fast=1]``, ``torch_matmul``: one code path, one launch
+pattern, one way of being disturbed):
+
+* a family with ``min_family_cases`` cases learns its own prior (limma within
+  the family, log variance on log duration when its durations spread);
+* a smaller one takes its kernel's (the label without its variant) when that is
+  big enough, else the suite's, and never less than the noise profile's
+  one-run spread (``floor / (1.25 * 2.576 * sqrt 2)``, 1.2% on the H200), worth
+  ``profile_prior_nights``;
+* the prior's weight is capped at ``max_prior_nights``: the cases of a family
+  share each night, so 16 cases over 3 nights are not 32 independent degrees of
+  freedom about the next night (a process that slows every split-K case by 2%
+  moves them together);
+* and the moderated variance never falls below the lower ``own_bound`` (95%)
+  confidence bound of the case's own: a prior may steady a case, not overrule
+  what its own nights showed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import special
+from scipy import stats as sps
+
+from perfci.compare.noise import NoiseProfile
+
+# A profile's floor is 1.25 x the q99 of |log ratio| of two runs: one run's spread is floor / (1.25 * 2.576 * sqrt 2).
+FLOOR_TO_SD = 1.25 * 2.5758 * math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class PriorOptions:
+    """How the prior is learned (the pooled compare's :class:`perfci.compare.pooled.PooledOptions` carries one)."""
+
+    scope: str = "family"  # family (kernel label, then kernel, then suite) | suite (one prior for every case)
+    min_family_cases: int = 8  # cases a family needs to learn its own prior
+    min_prior_cases: int = 8  # cases the suite needs; fewer: the profile's
+    profile_prior_nights: float = 2.0  # d0 when the prior is the profile's
+    max_prior_nights: float = 8.0  # cap on d0 (the suite scope's old value: 1e4)
+    own_bound: float | None = 0.95  # never below this lower confidence bound of the case's own variance; None: off
+
+
+@dataclass(frozen=True)
+class Prior:
+    d0: float  # weight of the prior, in degrees of freedom (inf: every case alike)
+    intercept: float  # log s0^2 = intercept + slope * log(base us)
+    slope: float
+    source: str  # "family" | "kernel" | "suite" | "profile"
+    group: str = ""  # the family or kernel it was learned from; "" for the suite and the profile
+
+    def s0sq(self, base_us: float) -> float:
+        return math.exp(self.intercept + self.slope * math.log(base_us))
+
+
+@dataclass(frozen=True)
+class CaseVariance:
+    """What a case's pool needs from the prior: its count of nights, their variance and center (log us)."""
+
+    k: int
+    var: float
+    center: float
+
+
+def family(kernel: str) -> str:
+    """A case's family: its kernel label, variant included."""
+    return kernel
+
+
+def kernel_of(kernel: str) -> str:
+    """The kernel a family belongs to: the label without its ``[variant]``."""
+    return kernel.split("[", 1)[0]
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x (Newton, as limma's trigammaInverse)."""
+    if x > 1e7:
+        return 1.0 / math.sqrt(x)
+    if x < 1e-6:
+        return 1.0 / x
+    y = 0.5 + 1.0 / x
+    for _ in range(50):
+        tri = float(special.polygamma(1, y))
+        step = tri * (1.0 - tri / x) / float(special.polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def profile_prior(profile: NoiseProfile, opts: PriorOptions) -> Prior:
+    """The noise profile's one-run floor read as a spread, worth ``profile_prior_nights``."""
+    # floor_for adds floor_us / base_us; read as a spread that is a + b / base_us; log-linear is
+    # close enough over one suite, so take the relative part only.
+    sd = profile.floor_for(None, False) / 100.0 / FLOOR_TO_SD
+    return Prior(opts.profile_prior_nights, math.log(sd * sd), 0.0, "profile")
+
+
+def limma_prior(cases: Sequence[CaseVariance], source: str, group: str, cap: float) -> Prior:
+    """limma's fit of the prior over CASES (each with k >= 2): log variance on log duration, d0 from the scatter."""
+    d = np.array([c.k - 1 for c in cases], dtype=float)
+    s2 = np.maximum([c.var for c in cases], 1e-10)
+    x = np.array([c.center for c in cases])  # log of the case's duration in us
+    e = np.log(s2) - special.digamma(d / 2.0) + np.log(d / 2.0)
+    slope = 0.0
+    if np.ptp(x) > 0.5 and len(cases) >= 4:  # durations spread over more than a factor 1.6: fit the trend
+        slope, intercept = np.polyfit(x, e, 1)
+    intercept = float(np.mean(e - slope * x))
+    resid = e - intercept - slope * x
+    evar = float(np.var(resid, ddof=2 if slope else 1)) - float(np.mean(special.polygamma(1, d / 2.0)))
+    d0 = 2.0 * _trigamma_inverse(evar) if evar > 0 else math.inf
+    d0 = min(d0, cap)
+    shift = float(special.digamma(d0 / 2.0) - math.log(d0 / 2.0))
+    return Prior(d0, intercept + shift, float(slope), source, group)
+
+
+def suite_prior(cases: Sequence[CaseVariance], profile: NoiseProfile, opts: PriorOptions) -> Prior:
+    """One prior for every case: from the suite when it has enough cases, else the profile."""
+    usable = [c for c in cases if c.k >= 2]
+    if len(usable) < opts.min_prior_cases:
+        return profile_prior(profile, opts)
+    return limma_prior(usable, "suite", "", opts.max_prior_nights)
+
+
+def _at_least(prior: Prior, floor: Prior) -> Callable[[float], Prior]:
+    """PRIOR's weight, its location raised to FLOOR's where it lies below (per case duration)."""
+    def at(base_us: float) -> Prior:
+        lifted = max(prior.s0sq(base_us), floor.s0sq(base_us))
+        return Prior(min(prior.d0, floor.d0), math.log(lifted), 0.0, prior.source, prior.group)
+    return at
+
+
+def case_priors(cases: Mapping[tuple[str, str, str], CaseVariance], profile: NoiseProfile,
+                opts: PriorOptions) -> dict[tuple[str, str, str], Prior]:
+    """The prior each case is moderated towards (see the module docstring)."""
+    usable = {key: c for key, c in cases.items() if c.k >= 2}
+    suite = suite_prior(list(usable.values()), profile, opts)
+    if opts.scope == "suite":
+        return {key: suite for key in cases}
+    groups: dict[tuple[str, str], list[CaseVariance]] = {}
+    for key, c in usable.items():
+        groups.setdefault(("family", family(key[0])), []).append(c)
+        groups.setdefault(("kernel", kernel_of(key[0])), []).append(c)
+    learned = {g: limma_prior(v, g[0], g[1], opts.max_prior_nights) for g, v in groups.items()
+               if len(v) >= opts.min_family_cases}
+    small = _at_least(suite, profile_prior(profile, opts))
+    out = {}
+    for key, c in cases.items():
+        prior = learned.get(("family", family(key[0]))) or learned.get(("kernel", kernel_of(key[0])))
+        out[key] = prior if prior is not None else small(math.exp(c.center))
+    return out
+
+
+def moderated_var(c: CaseVariance, prior: Prior, opts: PriorOptions) -> tuple[float, float]:
+    """(s~^2, its degrees of freedom) of case C under PRIOR."""
+    d = c.k - 1
+    s0 = prior.s0sq(math.exp(c.center))
+    d0 = prior.d0
+    s2 = s0 if math.isinf(d0) else (d0 * s0 + d * c.var) / (d0 + d)
+    if opts.own_bound is not None and d >= 1:
+        # The lower confidence bound of the case's own variance: chi2 with d degrees of freedom.
+        s2 = max(s2, d * c.var / float(sps.chi2.ppf(opts.own_bound, d)))
+    return s2, d0 + d
