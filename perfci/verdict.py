@@ -8,9 +8,10 @@ Where the commands' rules differ, a named parameter says so (docs/compare.md,
 
 * ``floor``: what ``regressed`` / ``improved`` must clear with the whole interval;
 * ``margin``: the equivalence margin, inside which the whole interval is
-  ``unchanged``. compare and confirm: the floor itself. The pooled compare: the
-  noise profile's one-run floor, wider than its 1% floor, so ``unchanged``
-  there means "nothing a one-run compare could have seen";
+  ``unchanged``. compare and confirm: the floor itself. The pooled compare: per
+  case, the interval's own width between its 1% floor and 4x that floor
+  (:func:`perfci.compare.pooled.unchanged_margin`), so ``unchanged`` there means
+  "within 1%, or no sign of a change and nothing past 4%";
 * ``reasons``: the words of each outcome (the pooled compare says "nights").
 
 Special cases stay with their command: compare's threshold-only single values,
@@ -101,7 +102,7 @@ def decide(low: float, high: float, *, floor: float, q: float | None, alpha: flo
             q <= alpha and ``high < -floor``.
         margin: ``unchanged`` needs ``-margin < low`` and ``high < margin``
             (otherwise). None: the floor (compare, confirm); the pooled compare
-            passes the profile's one-run floor.
+            passes each case's own (:func:`perfci.compare.pooled.unchanged_margin`).
         q: the case's q-value (after Benjamini-Hochberg), or the p-value where a
             caller tests alone; None: not tested, never significant.
         reasons: the words of each outcome.
