@@ -27,6 +27,7 @@ from perfci.kernel import (EPILOGUES, TOLERANCE, Prepared, Unsupported, backend,
 from perfci.model import CaseSpec
 
 from . import _configs
+from .canary import perfci_canary
 
 TRITON_DTYPES = ("fp32", "fp16", "bf16", "fp8")
 DECODE_MAX_M = 64
@@ -271,4 +272,4 @@ def torch_matmul(spec: CaseSpec, device, seed: int) -> Prepared:
 
 
 # The explicit list perfci reads (docs/kernels.md): nothing here is found by scanning.
-BACKENDS = (matmul_tiled, splitk_decode, gemv, matmul_persistent, torch_matmul)
+BACKENDS = (matmul_tiled, splitk_decode, gemv, matmul_persistent, torch_matmul, perfci_canary)

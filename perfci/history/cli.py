@@ -33,6 +33,10 @@ actions:
   plot STORE --out DIR       a trend PNG per case: medians, levels, noise band,
                              change points
   report STORE --out DIR     a static HTML site: index, a page per suite and case
+  canary STORE ...           the nightly canary's record per device: how often compare
+                             called its unchanged twin changed (false alarms) and how
+                             often compare and confirm found its planted slowdown
+                             (power), night by night, with Wilson intervals
 
 Judge tonight against the store's last K nights with
 `perfci compare STORE cur.csv --nights K`.
@@ -95,6 +99,17 @@ def add_parser(subparsers) -> None:
                                                 "to stdout)")
     e.add_argument("--suite", help="only this suite (needed on stdout when the store holds several)")
     e.set_defaults(handler=export_main)
+
+    k = actions.add_parser("canary", help="the nightly canary's false-alarm rate and power per device",
+                           description="What perfci can resolve on each store's device: every night `perfci "
+                                       "nightly` measured its canary (a GEMM and a twin with a planted "
+                                       "slowdown), whether compare called the unchanged twin changed and "
+                                       "whether compare and confirm's paired statistic found the plant; the "
+                                       "running rates with Wilson intervals.")
+    k.add_argument("stores", nargs="+", metavar="STORE", help="history stores, one per device")
+    k.add_argument("--format", choices=("table", "json"), default="table")
+    k.add_argument("--confidence", type=probability, default=0.95, help="of the Wilson intervals (default 0.95)")
+    k.set_defaults(handler=canary_main)
 
     for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
         q = actions.add_parser(name, help=f"write {what} into DIR")
@@ -199,21 +214,13 @@ def _checks(args):
 
 
 def _write_pngs(history, cases, folder: Path) -> dict[str, str]:
-    """Write each case's trend; a case whose plot fails gets a warning (stderr, and returned by slug)."""
-    from perfci.history.plot import trend_png_or_warning
-    from perfci.history.report import case_slug
-    from perfci.history.store import write_bytes_atomic
+    """Write each case's trend (perfci.history.trends); a case whose plot fails is a warning on stderr."""
+    from perfci.history.trends import write_trends
 
-    warnings = {}
-    for case in cases:
-        png, warning = trend_png_or_warning(case.series, case.detection,
-                                            f"{history.manifest.device_name}, {case.series.suite}", case.judged)
-        if png is None:
-            warnings[case_slug(case.series)] = warning
-            print(f"perfci history: warning: {warning}", file=sys.stderr)
-            continue
-        write_bytes_atomic(folder / f"{case_slug(case.series)}.png", png)
-    return warnings
+    drawn = write_trends(history, cases, folder)
+    for warning in drawn.warnings.values():
+        print(f"perfci history: warning: {warning}", file=sys.stderr)
+    return drawn.warnings
 
 
 def plot_main(args) -> int:
@@ -238,4 +245,20 @@ def report_main(args) -> int:
     atomic_write_text(out / "index.html", index_html(history, cases, failed))
     print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)"
           + (f"; {len(failed)} trend(s) could not be drawn (warnings above and on their pages)" if failed else ""))
+    return EXIT_OK
+
+
+def canary_main(args) -> int:
+    from perfci.history.canary import render_json, render_table
+    from perfci.history.store import load_canaries, read_manifest
+
+    stores = []
+    for store in args.stores:
+        m = read_manifest(store)
+        stores.append((store, f"{m.device_name} ({m.arch})", load_canaries(store)))
+    if args.format == "json":
+        sys.stdout.write(render_json(stores, args.confidence))
+    else:
+        sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence)
+                                   for store, device, nights in stores))
     return EXIT_OK

@@ -227,3 +227,39 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
         except OSError:
             pass
         raise PerfciError(f"{path}: cannot write ({err.strerror})") from None
+
+
+# --------------------------------------------------------------------------- the nightly canary's records
+
+CANARY = "canary"  # STORE/canary/<run id>.json: one night's canary (perfci.history.canary), beside its run
+
+
+def add_canary(store: str | os.PathLike, record) -> bool:
+    """Write a night's canary record (a :class:`perfci.history.canary.CanaryNight`) beside its run.
+
+    Created once, like a run: False when the record is already there (a re-run of the night).
+    """
+    folder = Path(store) / CANARY
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as err:
+        raise PerfciError(f"{folder}: cannot create ({err.strerror})") from None
+    return _create_exclusive(folder / f"{record.run_id}.json", record.to_json())
+
+
+def load_canaries(store: str | os.PathLike) -> list:
+    """Every canary record of STORE, oldest first (none: an empty list); a corrupt one is one line."""
+    from perfci.history.canary import from_dict
+
+    folder = Path(store) / CANARY
+    if not folder.is_dir():
+        return []
+    nights = []
+    for path in sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")):
+        try:
+            nights.append(from_dict(json.loads(read_input_text(str(path), "canary record")), str(path)))
+        except json.JSONDecodeError as err:
+            raise PerfciError(f"{path}: corrupt canary record (not valid JSON: {err.msg})") from None
+        except ValueError as err:
+            raise PerfciError(str(err)) from None
+    return sorted(nights, key=lambda c: (c.timestamp, c.run_id))

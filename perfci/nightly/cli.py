@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfci.args import at_least
+from perfci.args import at_least, percentage
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
 
 DESCRIPTION = """\
@@ -23,6 +23,11 @@ One night of CI in one command, each stage's outcome in DIR/verdict.json:
               noise_profiles[LABEL] (LABEL: --device-label, else the arch).
   3 gate      red: a case failed, errored or timed out; a baseline case is
               missing tonight (unless --allow-missing); nothing measured.
+    canary    the detector's own check, never the verdict: a GEMM measured in
+              two builds, one with a --canary PCT% slowdown planted (3 on a
+              GPU; off on a CPU night), in interleaved rounds here; did compare
+              and confirm's statistic find the plant, did its twin stay quiet?
+              Kept in the store; `perfci history canary STORE` has the rates.
   4 confirm   the cases compare called regressed or inconclusive, measured again
               (perfci confirm --suite, interleaved rounds; with --bench, your
               command again, narrowed to them) at the baseline's commit and
@@ -34,7 +39,9 @@ One night of CI in one command, each stage's outcome in DIR/verdict.json:
               the culprit's sha, subject and diffstat.
   6 history   tonight appended to --history (created on the first night).
   7 report    DIR/summary.md (for $GITHUB_STEP_SUMMARY), DIR/issue.md (an issue
-              body), DIR/verdict.json, forest.png and trends/*.png.
+              body), DIR/verdict.json, forest.png and trends/*.png. What the
+              reports meet (a plot, the compile diff, rendering) is a warning in
+              them, never the exit code.
 
 exit codes:
   0  clean (compare's flag shown to be noise by confirm counts as clean)
@@ -50,6 +57,7 @@ examples:
   perfci nightly decode --shards 'shards/decode/shard-*.csv' --history perf-history/gfx942 --out n/ --jobs 2
   perfci nightly smoke --device cpu --out n/ --confirm-args '--min-rounds 3 --max-rounds 5'
   perfci nightly gemm --bench 'pytest bench/ --perfci-out {out}' --out n/    # history etc. from [tool.perfci]
+  perfci history canary perf-history/h200    # what the nightly's canary says this device resolves
 """
 
 
@@ -111,8 +119,30 @@ def add_parser(subparsers) -> None:
                         "perfci compile --baseline, every arch DIR has a file of the suite for) and add the "
                         "table, and the change behind each regressed case, to the reports; informational, "
                         "it never changes the exit code")
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--canary", type=_plant, metavar="PCT",
+                   help="plant a PCT%% slowdown in the canary (default 3 on a GPU night; a CPU night has no "
+                        "canary unless given, e.g. --canary 100)")
+    c.add_argument("--no-canary", action="store_true", help="measure no canary tonight")
+    p.add_argument("--canary-budget", type=_seconds, default=60.0, metavar="S",
+                   help="the canary's interleaved rounds stop after S seconds at most (default 60; the "
+                        "confirm --budget in --confirm-args, if smaller, instead)")
     # fault: called with each stage's name as it starts (the tests' seam, no option)
     p.set_defaults(handler=main, fault=None)
+
+
+def _plant(text: str) -> float:
+    value = percentage(text)
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: plant a slowdown from just above 0 to 1000%")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = percentage(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a positive number of seconds")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -137,7 +167,8 @@ def main(args: argparse.Namespace) -> int:
         confirm_args=split_args(args.confirm_args, "--confirm-args"),
         bisect_args=split_args(args.bisect_args, "--bisect-args"),
         bench_args=split_args(args.bench_args, "--bench-args"), bench=args.bench, build=args.build,
-        device_label=args.device_label)
+        device_label=args.device_label, canary=args.canary, canary_off=args.no_canary,
+        canary_budget_s=args.canary_budget)
     if cfg.out.exists() and not cfg.out.is_dir():
         raise PerfciError(f"--out {cfg.out}: not a directory")
     if cfg.noise_profile:  # before any stage runs: a bad profile is bad input, said in one line

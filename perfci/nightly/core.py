@@ -24,15 +24,19 @@ exit  meaning
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Sequence
 
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
+from perfci.history.canary import CanaryNight, Rates, rates_dict, tonight_line
 from perfci.verdict import missing as baseline_missing
 
-STAGES = ("tonight", "baseline", "gate", "confirm", "bisect", "history", "report")
+STAGES = ("tonight", "baseline", "gate", "canary", "confirm", "bisect", "history", "report")
 INPUT_STAGES = ("tonight", "baseline")  # without them nothing can be judged
+# Stages that inform and never decide: whatever they meet (a crash, bad input) is a warning, and the
+# night's exit code and confirmed_regression are those of the stages that judge. An interrupt still stops it.
+INFORMING_STAGES = ("canary", "report")
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 INPUT, INTERNAL, INTERRUPTED = "input", "internal", "interrupted"  # why a stage failed
 BROKEN_STATUSES = ("fail", "error", "timeout")
@@ -160,6 +164,9 @@ class Outcome:
     strict: bool = False
     notes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # plots and reports written into DIR (names relative to it)
+    canary: CanaryNight | None = None  # tonight's canary (perfci.nightly.canary); None: none measured
+    canary_rates: Rates | None = None  # the store's canary nights and tonight's
+    warnings: tuple[str, ...] = ()  # what the canary and the report stage met: warnings, never the verdict
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -252,8 +259,24 @@ def _pct(ratio: float | None) -> str:
 
 
 def decide(o: Outcome) -> Decision:
-    """The exit code, whether a regression was confirmed, the verdict line and the warnings."""
-    failed = [s for s in o.stages if s.status == FAILED]
+    """The exit code, whether a regression was confirmed, the verdict line and the warnings.
+
+    Only the stages that judge decide: a failed canary or report stage, and whatever
+    they noted (``o.warnings``), are warnings added to the decision, never its code.
+    """
+    informing = [s for s in o.stages if s.status == FAILED and s.name in INFORMING_STAGES
+                 and s.error != INTERRUPTED]
+    decision = _decide(o, [s for s in o.stages if s.status == FAILED and s not in informing])
+    extra = tuple(_informing_failure(s) for s in informing) + tuple(o.warnings)
+    return replace(decision, warnings=decision.warnings + extra) if extra else decision
+
+
+def _informing_failure(s: Stage) -> str:
+    what = "the detector was not checked tonight" if s.name == "canary" else "the reports may lack its part"
+    return f"stage {s.name} failed ({s.error}): {s.detail}; {what}, the night's verdict stands"
+
+
+def _decide(o: Outcome, failed: list[Stage]) -> Decision:
     for kind, code, words in ((INTERRUPTED, EXIT_INTERRUPTED, "was interrupted"),
                               (INTERNAL, EXIT_INTERNAL, "crashed")):
         hit = next((s for s in failed if s.error == kind), None)
@@ -377,5 +400,9 @@ def verdict_dict(o: Outcome, d: Decision) -> dict:
         "confirm_suite_shift": o.confirm_suite,
         "culprit": None if o.culprit is None else asdict(o.culprit),
         "history_appended": o.history_appended,
+        "canary": None if o.canary is None else {
+            "line": tonight_line(o.canary), "tonight": o.canary.to_dict(),
+            "rates": None if o.canary_rates is None else rates_dict(o.canary_rates),
+            "rates_lines": [] if o.canary_rates is None else o.canary_rates.lines()},
         "notes": list(o.notes), "files": list(o.files),
     }

@@ -5,7 +5,10 @@ A stage that raises never ends the night early without a report: a
 any other exception one with ``error: internal`` (exit 4, never 1), an
 interrupt one with ``error: interrupted``. The stages that depend on a failed
 one are recorded as skipped, saying why; summary.md, issue.md and verdict.json
-are written in every case.
+are written in every case. The canary and report stages only inform
+(:data:`perfci.nightly.core.INFORMING_STAGES`): what they meet, and what the
+reports meet while being drawn and written, is a warning in them, so a red
+night exits 1 whatever its report stage meets.
 """
 from __future__ import annotations
 
@@ -13,22 +16,24 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Callable, TextIO
 
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
-from perfci.nightly import core, render, stages, tonight
+from perfci.nightly import canary, core, render, stages, tonight
 from perfci.nightly.state import Night, NightConfig
 
 Fault = Callable[[str], None]  # the tests' seam: called with each stage's name as it starts
 
 STAGE_FUNCS: tuple[tuple[str, Callable[[Night], tuple[str, str]]], ...] = (
     ("tonight", tonight.tonight), ("baseline", stages.baseline), ("gate", stages.gate),
-    ("confirm", stages.confirm), ("bisect", stages.bisect), ("history", stages.history),
+    ("canary", canary.canary), ("confirm", stages.confirm), ("bisect", stages.bisect), ("history", stages.history),
     ("report", stages.trends),
 )
 # A stage is skipped when one it depends on failed.
-NEEDS = {"baseline": ("tonight",), "gate": ("tonight", "baseline"), "confirm": ("tonight", "baseline"),
+NEEDS = {"baseline": ("tonight",), "gate": ("tonight", "baseline"), "canary": ("tonight",),
+         "confirm": ("tonight", "baseline"),
          "bisect": ("tonight", "baseline", "confirm"), "history": ("tonight", "baseline"), "report": ("tonight",)}
 REPORTS = ("summary.md", "issue.md", "verdict.json")
 
@@ -38,7 +43,9 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
     """Every stage in order, then the reports in ``cfg.out``; returns what was decided.
 
     ``compile_baseline``: a directory of ``perfci compile`` resources files; the compile
-    diff is added to the reports (:func:`_add_compile_diff`), never to the decision.
+    diff is added to the reports (:func:`_compile_diff`), never to the decision. Nothing
+    the reports meet (a plot, the compile diff, rendering, writing) changes the exit
+    code: it becomes a warning in them (:func:`_write_reports`).
     """
     echo = echo or sys.stderr
     night = Night(cfg)
@@ -51,24 +58,61 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
     night.files.extend(REPORTS)
     outcome = night.outcome(done)
     decision = core.decide(outcome)
-    for name, text in (("summary.md", render.summary_md(outcome, decision)),
-                       ("issue.md", render.issue_md(outcome, decision)),
-                       ("verdict.json", render.verdict_json(outcome, decision))):
-        atomic_write_text(cfg.out / name, text)
+    sections: tuple[str, ...] = ()
+    more: dict = {}
     if compile_baseline:
-        _add_compile_diff(cfg, night, outcome, compile_baseline, echo)
-    return outcome, decision
+        section, record, warning = _compile_diff(cfg, night, outcome, compile_baseline, echo)
+        sections, more = (section,), {"compile": record}
+        if warning:
+            decision = replace(decision, warnings=decision.warnings + (warning,))
+    return outcome, _write_reports(cfg, outcome, decision, sections, more, echo)
 
 
-def _add_compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baseline: str, echo: TextIO) -> None:
-    """The compile diff beside the timing verdicts: a section of summary.md and issue.md, ``compile`` in
-    verdict.json, compile.json. Informational: whatever happens here, the night's exit code stays."""
+def _write_reports(cfg: NightConfig, outcome: core.Outcome, decision: core.Decision, sections: tuple[str, ...],
+                   more: dict, echo: TextIO) -> core.Decision:
+    """summary.md, issue.md and verdict.json, whatever rendering meets; returns the decision they carry.
+
+    A report that cannot be rendered is written in brief (the exit code, the
+    verdict line, the warnings) and said as a warning in all three; one that
+    cannot be written is said on stderr. The exit code is never touched.
+    """
+    renderers = (("summary.md", lambda d: render.summary_md(outcome, d, sections)),
+                 ("issue.md", lambda d: render.issue_md(outcome, d, sections)),
+                 ("verdict.json", lambda d: render.verdict_json(outcome, d, more)))
+    texts: dict[str, str] = {}
+    broken: dict[str, str] = {}
+    for name, draw in renderers:
+        try:
+            texts[name] = draw(decision)
+        except Exception as err:  # noqa: BLE001 - a report that cannot be drawn is a warning, not the night
+            broken[name] = internal_error_line(err)
+    if broken:
+        decision = replace(decision, warnings=decision.warnings + tuple(
+            f"{name} could not be rendered ({why}); written in brief" for name, why in broken.items()))
+        for name, draw in renderers:
+            try:
+                texts[name] = draw(decision) if name not in broken else render.brief(name, outcome, decision)
+            except Exception:  # noqa: BLE001
+                texts[name] = render.brief(name, outcome, decision)
+    for name, text in texts.items():
+        try:
+            atomic_write_text(cfg.out / name, text)
+        except Exception as err:  # noqa: BLE001 - the exit code still says what the night found
+            echo.write(f"perfci nightly: warning: {name} not written: {internal_error_line(err)}\n")
+    return decision
+
+
+def _compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baseline: str,
+                  echo: TextIO) -> tuple[str, dict, str]:
+    """The compile diff beside the timing verdicts: (a section of summary.md and issue.md, ``compile`` in
+    verdict.json, a warning or ""), and compile.json. Informational: the night's exit code stays."""
     import json
 
-    from perfci.compile import ratchet
-
     started = time.monotonic()
+    warning = ""
     try:
+        from perfci.compile import ratchet
+
         data = ratchet.run(night.suite_word or cfg.suite, baseline, night.repo_root or os.getcwd())
         rows = ratchet.behind(data, [(c.key, c.verdict) for c in outcome.cases or ()], outcome.arch)
         section = ratchet.markdown(data, rows)
@@ -81,17 +125,10 @@ def _add_compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, bas
         said = f"not diffed against {baseline}: {why}"
         section = f"#### Compiled resources\n\n{said}\n"
         record = {"baseline": baseline, "error": why}
-    try:
-        for name in ("summary.md", "issue.md"):
-            path = cfg.out / name
-            atomic_write_text(path, path.read_text(encoding="utf-8") + "\n" + section)
-        verdict = json.loads((cfg.out / "verdict.json").read_text(encoding="utf-8"))
-        verdict["compile"] = record
-        atomic_write_text(cfg.out / "verdict.json", json.dumps(verdict, indent=2) + "\n")
-    except Exception as err:  # noqa: BLE001 - the reports as written stand
-        said += f"; not added to the reports: {internal_error_line(err)}"
+        warning = f"compile diff {said}"
     echo.write(f"perfci nightly: compile: {said} [{time.monotonic() - started:.1f} s]\n")
     echo.flush()
+    return section, record, warning
 
 
 def _skip_because(name: str, done: list[core.Stage]) -> str:

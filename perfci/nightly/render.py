@@ -10,6 +10,7 @@ import json
 import math
 from typing import Sequence
 
+from perfci.history.canary import tonight_line
 from perfci.nightly import core
 
 ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
@@ -121,7 +122,19 @@ def _identity(o: core.Outcome) -> list[str]:
     return out
 
 
-def summary_md(o: core.Outcome, d: core.Decision) -> str:
+def _canary(o: core.Outcome) -> list[str]:
+    """Tonight's canary and the detector's running rates on this device (docs/nightly.md#the-canary)."""
+    if o.canary is None:
+        stage = o.stage("canary")
+        return [f"Not measured: {_cell(stage.detail)}"] if stage is not None and stage.detail else []
+    out = [_cell(tonight_line(o.canary))]
+    if o.canary_rates is not None:
+        out += ["", "On this device so far (95% Wilson intervals):", ""]
+        out += [f"- {_cell(line)}" for line in o.canary_rates.lines()]
+    return out
+
+
+def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
     out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {o.suite} on {_cell(o.device)}: "
            f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
     out += _identity(o)
@@ -139,15 +152,25 @@ def summary_md(o: core.Outcome, d: core.Decision) -> str:
     culprit = _culprit(o)
     if culprit:
         out += ["", "#### Culprit", ""] + culprit
+    canary = _canary(o)
+    if canary:
+        out += ["", "#### Canary (the detector's own check; never the verdict)", ""] + canary
     if o.files:
         out += ["", "Files: " + ", ".join(f"`{f}`" for f in o.files)]
-    return "\n".join(out) + "\n"
+    return _with(out, sections)
 
 
-def issue_md(o: core.Outcome, d: core.Decision) -> str:
+def _with(lines: list[str], sections: Sequence[str]) -> str:
+    """The report, then each extra section (the compile diff), as the nightly adds them."""
+    return "\n".join(lines) + "\n" + "".join("\n" + section for section in sections)
+
+
+def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
     out = [f"## {title(o)}: {_cell(d.headline)}", ""]
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
+    if d.warnings:
+        out += ["", "### Warnings", ""] + [f"- {_cell(w)}" for w in d.warnings]
     culprit = _culprit(o)
     out += ["", "### Culprit", ""] + (culprit or ["Not bisected: " + _bisect_detail(o)])
     if o.confirmed is not None:
@@ -162,7 +185,10 @@ def issue_md(o: core.Outcome, d: core.Decision) -> str:
     if plots:
         out += ["", "### Plots (in this night's artifact)", ""]
         out += [f"- [{f}]({f})" for f in plots]
-    return "\n".join(out) + "\n"
+    canary = _canary(o)
+    if canary:
+        out += ["", "### Canary (what this device's detector resolves)", ""] + canary
+    return _with(out, sections)
 
 
 def _bisect_detail(o: core.Outcome) -> str:
@@ -180,7 +206,26 @@ def _finite(value):
     return value
 
 
-def verdict_json(o: core.Outcome, d: core.Decision) -> str:
+def verdict_json(o: core.Outcome, d: core.Decision, more: dict | None = None) -> str:
     data = core.verdict_dict(o, d)
     data["issue_title"] = title(o)
+    data.update(more or {})
     return json.dumps(_finite(data), indent=2, allow_nan=False) + "\n"
+
+
+def brief(name: str, o: core.Outcome, d: core.Decision) -> str:
+    """A report reduced to what the workflow acts on, for when the full one could not be rendered:
+    the exit code, confirmed_regression, the verdict line and the warnings (strings and numbers only)."""
+    warnings = [str(w) for w in d.warnings]
+    if name == "verdict.json":
+        return json.dumps({"format": "perfci-nightly-verdict", "schema": 1, "brief": True,
+                           "exit_code": int(d.exit_code), "confirmed_regression": bool(d.confirmed_regression),
+                           "verdict": str(d.headline), "warnings": warnings, "suite": str(o.suite),
+                           "device": str(o.device), "arch": str(o.arch), "sha": str(o.sha),
+                           "issue_title": f"perfci-nightly {o.arch or 'unknown'} {o.suite or 'unknown'}"},
+                          indent=2) + "\n"
+    head = (f"### perfci nightly {o.suite} on {o.device}: exit {d.exit_code}" if name == "summary.md"
+            else f"## perfci-nightly {o.arch or 'unknown'} {o.suite or 'unknown'}: {d.headline}")
+    return "\n".join([head, "", f"**{d.headline}**", "",
+                      f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}",
+                      *(f"- :warning: {w}" for w in warnings)]) + "\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ContextManager
 
 from perfci import git
-from perfci.errors import PerfciError
+from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
@@ -73,11 +73,8 @@ def baseline(n: Night) -> tuple[str, str]:
         n.baseline = (f"--baseline {path}" if plan == "csv" else
                       f"history {n.store}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
-    # The side-by-side of every regressed / improved case; a pooled baseline is read from its newest night.
-    from perfci.compare.explain import with_explain
-
     newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
-    result = with_explain(result, read_any(newest), read_any(n.run_path))
+    result = _explained(n, result, newest)
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
@@ -87,6 +84,23 @@ def baseline(n: Night) -> tuple[str, str]:
     counts = Counter(c.verdict for c in n.cases)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
     return core.OK, f"against {n.baseline}: {told}"
+
+
+def _explained(n: Night, result, newest: str):
+    """compare --explain's side-by-side of every regressed / improved case (a pooled baseline read from its
+    newest night). A report step: when it cannot be made, the verdicts stand without it and say so."""
+    from perfci.compare.explain import with_explain
+    from perfci.compare.inputs import read_any
+
+    try:
+        return with_explain(result, read_any(newest), read_any(n.run_path))
+    except Exception as err:  # noqa: BLE001 - an explanation is never worth the night's verdict
+        n.warnings.append(f"compare --explain not added to the reports: {_why(err)}")
+        return result
+
+
+def _why(err: BaseException) -> str:
+    return err.message if isinstance(err, PerfciError) else internal_error_line(err)
 
 
 def _store_nights(n: Night) -> list:
@@ -130,16 +144,20 @@ def _judged(c) -> core.Judged:
 
 
 def _write_compare(n: Night, result) -> None:
+    """compare.json and the forest plot: report steps, so whatever they meet is a warning."""
     from perfci.compare.render import plot, render_json
 
-    atomic_write_text(n.cfg.out / "compare.json", render_json(result))
-    n.files.append("compare.json")
+    try:
+        atomic_write_text(n.cfg.out / "compare.json", render_json(result))
+        n.files.append("compare.json")
+    except Exception as err:  # noqa: BLE001 - the verdicts are in verdict.json whatever this meets
+        n.warnings.append(f"compare.json not written: {_why(err)}")
     if any(c.verdict != "unchanged" and c.adj_ratio is not None for c in result.cases):
         try:
             plot(result, str(n.cfg.out / "forest.png"))
             n.files.append("forest.png")
-        except (OSError, ValueError) as err:
-            n.notes.append(f"forest plot not written: {getattr(err, 'strerror', None) or err}")
+        except Exception as err:  # noqa: BLE001 - a picture is never worth the night's verdict
+            n.warnings.append(f"forest plot not drawn: {_why(err)}")
 
 
 # --------------------------------------------------------------------------- 3. gate
@@ -330,40 +348,57 @@ def history(n: Night) -> tuple[str, str]:
 
     store = n.store
     if store is None:
+        if n.canary is not None:
+            n.warnings.append("canary not recorded: no history store (its rates need one)")
         return core.SKIPPED, "no --history store given (nor [tool.perfci] history)"
     table, cells = read_results_cells(n.run_path)
     run_id = run_info(str(n.run_path), table, cells).run_id
     if (Path(store) / "runs" / f"{run_id}.csv").exists():
-        return core.SKIPPED, f"tonight's run is already in {store} as runs/{run_id}.csv"
+        return core.SKIPPED, f"tonight's run is already in {store} as runs/{run_id}.csv" + _record_canary(n)
     add_runs(store, [str(n.run_path)])
     n.history_appended = True
-    return core.OK, f"appended to {store} as runs/{run_id}.csv ({len(run_files(store))} runs)"
+    return core.OK, f"appended to {store} as runs/{run_id}.csv ({len(run_files(store))} runs)" + _record_canary(n)
+
+
+def _record_canary(n: Night) -> str:
+    """Tonight's canary run and its record into the store, beside the night's run; never the stage's outcome."""
+    from perfci.history.store import add_canary, add_runs
+
+    if n.canary is None or n.canary_csv is None or n.store is None:
+        return ""
+    try:
+        add_runs(n.store, [str(n.canary_csv)])
+        add_canary(n.store, n.canary)
+    except Exception as err:  # noqa: BLE001 - the canary informs; it never fails the night's record
+        n.warnings.append(f"canary not recorded in {n.store}: {_why(err)}")
+        return ""
+    return f"; the canary as runs/{n.canary.run_id}.csv and canary/{n.canary.run_id}.json"
 
 
 # --------------------------------------------------------------------------- 7. report (the plots)
 
 
 def trends(n: Night) -> tuple[str, str]:
-    """Trend PNGs of the flagged cases from the store (tonight included), for the issue."""
+    """Trend PNGs of the flagged cases from the store (tonight included), for the issue.
+
+    A report step: a case whose trend cannot be drawn is a warning (and this stage,
+    failing as a whole, is one too: :data:`perfci.nightly.core.INFORMING_STAGES`).
+    """
     from perfci.history.check import check
-    from perfci.history.plot import trend_png
-    from perfci.history.report import case_slug
-    from perfci.history.store import MANIFEST, load, write_bytes_atomic
+    from perfci.history.store import MANIFEST, load
+    from perfci.history.trends import write_trends
 
     store = n.store
     wanted = set(n.flagged)
     if not wanted or store is None or not (Path(store) / MANIFEST).is_file():
         return core.OK, "no trend to draw"
     hist = load(store)
-    drawn = 0
-    for case in check(hist).cases:
-        if case.series.key in wanted and len(case.series.points) >= 2:
-            name = f"trends/{case_slug(case.series)}.png"
-            png = trend_png(case.series, case.detection, f"{hist.manifest.device_name}, {case.series.suite}")
-            write_bytes_atomic(n.cfg.out / name, png)
-            n.files.append(name)
-            drawn += 1
-    return core.OK, f"{drawn} trend plot(s)"
+    cases = [c for c in check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
+    drawn = write_trends(hist, cases, n.cfg.out / "trends")
+    n.files.extend(f"trends/{name}" for name in drawn.written)
+    n.warnings.extend(drawn.warnings.values())
+    missed = f", {len(drawn.warnings)} not drawn (see the warnings)" if drawn.warnings else ""
+    return core.OK, f"{len(drawn.written)} trend plot(s){missed}"
 
 
 def split_args(text: str | None, option: str) -> tuple[str, ...]:

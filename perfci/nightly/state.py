@@ -34,6 +34,9 @@ class NightConfig:
     bench: str | None = None  # --bench CMD: the night's source (perfci.nightly.bench) instead of perfci run
     build: str | None = None  # --build CMD; None: [tool.perfci] build
     device_label: str | None = None  # this device's folder under [tool.perfci] baselines / history; None: the arch
+    canary: float | None = None  # --canary PCT; None: 3 on a GPU night, none on a CPU night (perfci.nightly.canary)
+    canary_off: bool = False  # --no-canary
+    canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds, at most (and confirm's budget)
 
 
 @dataclass
@@ -69,7 +72,11 @@ class Night:
     confirm_suite: str = "n/a"
     culprit: core.Culprit | None = None
     history_appended: bool = False
+    canary: object = None  # tonight's perfci.history.canary.CanaryNight
+    canary_rates: object = None  # perfci.history.canary.Rates over the store's canary nights and tonight's
+    canary_csv: Path | None = None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the canary and the report met: never the verdict
     files: list[str] = field(default_factory=list)
 
     def outcome(self, stages) -> core.Outcome:
@@ -83,4 +90,5 @@ class Night:
             compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=tuple(self.flagged),
             confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
-            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files))
+            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files), canary=self.canary,
+            canary_rates=self.canary_rates, warnings=tuple(self.warnings))

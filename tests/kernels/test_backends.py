@@ -18,7 +18,7 @@ BY_NAME = {b.name: b for b in BACKENDS}
 def get_backend(name):
     return BY_NAME[name]
 
-NAMES = ["matmul_tiled", "splitk_decode", "gemv", "matmul_persistent", "torch_matmul"]
+NAMES = ["matmul_tiled", "splitk_decode", "gemv", "matmul_persistent", "torch_matmul", "perfci_canary"]
 
 
 def _interpreting():
