@@ -21,7 +21,7 @@
 #   BASELINE_DIR  (default baselines/h200)         DEVICE   auto (default) or cpu
 #   N1_TIMEOUT, N2_TIMEOUT  seconds for a clean night and for night N (default 200, 370)
 #   CONFIRM_ARGS, BISECT_ARGS  the nightly's --confirm-args / --bisect-args from night 2 on
-#                 (default "--budget 100 --max-rounds 12", "--repeats 5 --max-repeats 5")
+#                 (default "--budget 100 --max-rounds 12", "--budget 90 --total-budget 400")
 #
 # Usage, from the repository root:  bash benchmarks/gpu/nightly_demo.sh
 # Outputs in $OUT/r: nN/SUITE/ (the nightly's files: verdict.json, summary.md, issue.md, ...),
@@ -36,7 +36,7 @@ source benchmarks/gpu/plants.sh
 SUITES=${SUITES:-"decode prefill"}; DEVICE=${DEVICE:-auto}; JOBS=${JOBS:-2}; NIGHTS=${NIGHTS:-2}
 PLANT=${PLANT:-gemv-tile}; COMMITS=${COMMITS:-5}; CULPRIT=${CULPRIT:-3}
 BASELINE_DIR=${BASELINE_DIR:-baselines/h200}; N1_TIMEOUT=${N1_TIMEOUT:-200}; N2_TIMEOUT=${N2_TIMEOUT:-370}
-CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 100 --max-rounds 12"}; BISECT_ARGS=${BISECT_ARGS:-"--repeats 5 --max-repeats 5"}
+CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 100 --max-rounds 12"}; BISECT_ARGS=${BISECT_ARGS:-"--budget 90 --total-budget 400"}
 (( NIGHTS >= 2 )) || { echo "nightly_demo: NIGHTS must be 2 or more" >&2; exit 2; }
 [[ $DEVICE == cpu ]] && export TRITON_INTERPRET=1 || export TRITON_INTERPRET=0
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)

@@ -111,7 +111,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--confirm-args", metavar="ARGS",
                    help="more options for perfci confirm, e.g. '--min-rounds 3 --max-rounds 10 --repeats 5'")
     p.add_argument("--bisect-args", metavar="ARGS",
-                   help="more options for perfci bisect, e.g. '--repeats 5 --max-repeats 10'")
+                   help="more options for perfci bisect, e.g. '--budget 120 --total-budget 900'")
     p.add_argument("--bench-args", metavar="ARGS",
                    help="more options for the perfci run that bisect measures each commit with, e.g. '--repeats 3'")
     p.add_argument("--compile-baseline", metavar="DIR",
