@@ -80,7 +80,7 @@ def main() -> int:
         lines.append(f"| {suite} | {Path(a.path).name} vs {Path(b.path).name} | {len(r_on.cases)} "
                      f"| {len(f_on)} | {len(f_off)} | {inc} |")
         for c in f_on:
-            lines.append(f"|  | still flagged: {c.kernel} {c.shape} {c.verdict} {100 * (c.adj_ratio - 1):+.1f}% "
+            lines.append(f"|  | still flagged: {c.kernel} {c.shape} {c.verdict} {100 * (c.ratio - 1):+.1f}% "
                          f"[{100 * (c.ci_low - 1):+.1f}, {100 * (c.ci_high - 1):+.1f}] "
                          f"spread ±{c.spread_base_pct:.1f}/±{c.spread_cur_pct:.1f}% | | | | |")
     lines += ["", f"All pairs: {alarms_on}/{total} case verdicts were false alarms with the guard, "

@@ -206,7 +206,7 @@ def _shown(result, only_changed: bool, order: str):
 
     cases = [c for c in result.cases if not (only_changed and c.verdict == "unchanged")]
     if order == "ratio":
-        cases.sort(key=lambda c: -(c.adj_ratio or c.ratio or 0.0))
+        cases.sort(key=lambda c: -(c.ratio or c.raw_ratio or 0.0))
     elif order == "name":
         cases.sort(key=lambda c: (c.kernel, c.shape, c.dtype))
     return replace(result, cases=tuple(cases))

@@ -60,9 +60,11 @@ class CaseComparison:
     reason: str = ""
     base_us: float | None = None  # medians of the repeats, raw time
     cur_us: float | None = None
-    ratio: float | None = None  # raw cur/base of medians (>1 slower)
-    adj_ratio: float | None = None  # judged: clock-normalized, common mode removed (HL)
-    ci_low: float | None = None  # interval of adj_ratio
+    # cur/base of the medians (>1 slower) as measured: not what the interval is about, and shown only
+    # labelled raw (a user read "+12.4% [+9.6%, +12.3%]" when it stood beside the judged interval)
+    raw_ratio: float | None = None
+    ratio: float | None = None  # the estimate judged: clock-normalized, common mode removed (HL; pooled: nights)
+    ci_low: float | None = None  # interval of ratio: ci_low <= ratio <= ci_high
     ci_high: float | None = None
     p_value: float | None = None  # MWU, None when not tested
     q_value: float | None = None  # after Benjamini–Hochberg
@@ -88,17 +90,22 @@ class CaseComparison:
     def key(self) -> tuple[str, str, str]:
         return (self.kernel, self.shape, self.dtype)
 
+    @property
+    def adj_ratio(self) -> float | None:
+        """The judged estimate, ``ratio``, by the name the nightly's code reads it under; no JSON or CSV has it."""
+        return self.ratio
+
     def severity_key(self) -> tuple:
         """Sort key for "worst first": verdict, then the largest judged slowdown, then the name."""
-        return worst_first(self.verdict, self.adj_ratio or self.ratio, self.key)
+        return worst_first(self.verdict, self.ratio or self.raw_ratio, self.key)
 
 
 @dataclass(frozen=True)
 class Summary:
     counts: dict[str, int]
     n_compared: int
-    geomean_ratio: float | None  # raw cur/base
-    geomean_adj_ratio: float | None
+    geomean_raw_ratio: float | None  # of the raw cur/base ratios
+    geomean_ratio: float | None  # of the judged estimates
     weighted_speedup: float | None  # Σw / Σ(w/s), w = weight·base time, s = base/cur
     worst: tuple[tuple[str, str, str], ...]  # regressed/broken cases, worst first
 
@@ -134,9 +141,9 @@ def summarize(cases: Sequence[CaseComparison]) -> Summary:
     counts = {v: 0 for v in VERDICTS}
     for c in cases:
         counts[c.verdict] += 1
-    timed = [c for c in cases if c.ratio is not None]
-    geo = math.exp(float(np.mean([math.log(c.ratio) for c in timed]))) if timed else None
-    adj = [c.adj_ratio for c in timed if c.adj_ratio is not None]
+    timed = [c for c in cases if c.raw_ratio is not None]
+    geo = math.exp(float(np.mean([math.log(c.raw_ratio) for c in timed]))) if timed else None
+    adj = [c.ratio for c in timed if c.ratio is not None]
     geo_adj = math.exp(float(np.mean(np.log(adj)))) if adj else None
     # Σw / Σ(w/s) with w = weight·base and s = base/cur is Σ weight·base / Σ weight·cur:
     # the speedup of the weighted total time, which a few big cases dominate on purpose.

@@ -325,7 +325,7 @@ def _verdict(t: _Tested, est: stats.Estimate, q: float, floor: float, min_effect
     lo, hi = est.low, est.high
     base_us = math.exp(t.pool.center)
     c = replace_base(CaseComparison(
-        kernel=t.cur.kernel, shape=t.cur.shape, dtype=t.cur.dtype, verdict="", adj_ratio=math.exp(t.est),
+        kernel=t.cur.kernel, shape=t.cur.shape, dtype=t.cur.dtype, verdict="", ratio=math.exp(t.est),
         ci_low=math.exp(lo), ci_high=math.exp(hi), p_value=est.p_value, q_value=q,
         floor_pct=100.0 * math.expm1(floor), clock_exponent=t.exponent, clock_space="time",
         spread_base_pct=100.0 * t.s_between, spread_cur_pct=100.0 * t.spread_cur), t.pool, t.cur)
@@ -360,7 +360,7 @@ def _with(c: CaseComparison, verdict: Verdict, reason: str, disturbed: str = "")
 def replace_base(c: CaseComparison, pool: NightPool, row: ResultRow) -> CaseComparison:
     """Fill the base side of C from the pooled nights: their center, count and status."""
     base_us = math.exp(pool.center)
-    return replace(c, base_us=base_us, cur_us=row.median_us, ratio=row.median_us / base_us, n_base=pool.k,
+    return replace(c, base_us=base_us, cur_us=row.median_us, raw_ratio=row.median_us / base_us, n_base=pool.k,
                    n_cur=len(row.repeats_us) or 1, weight=row.weight, base_status="ok", cur_status=row.status)
 
 

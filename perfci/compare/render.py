@@ -18,7 +18,8 @@ from perfci.verdict import CASE_VERDICTS, Verdict
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", Verdict.INCONCLUSIVE: "??",
         Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-"}
-CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "adj_ratio", "ci_low", "ci_high",
+# ratio is the estimate [ci_low, ci_high] is the interval of; raw_ratio the medians' cur/base, labelled raw.
+CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "ci_low", "ci_high", "raw_ratio",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",
               "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason", "spread_base_pct", "spread_cur_pct", "disturbed",
               "clock_space")
@@ -64,11 +65,10 @@ def _headline(cmp: Comparison) -> str:
 def _summary_lines(cmp: Comparison) -> list[str]:
     sm = cmp.summary
     lines = [f"verdicts: {_headline(cmp)}", *identity_lines(cmp)]
-    if sm.geomean_ratio is not None:
-        lines.append(f"geomean cur/base: {sm.geomean_ratio:.4f} ({_pct(sm.geomean_ratio)}); "
-                     f"after clock and common mode: {sm.geomean_adj_ratio:.4f}"
-                     if sm.geomean_adj_ratio is not None else
-                     f"geomean cur/base: {sm.geomean_ratio:.4f}")
+    if sm.geomean_raw_ratio is not None:
+        raw = f"geomean cur/base, raw: {sm.geomean_raw_ratio:.4f} ({_pct(sm.geomean_raw_ratio)})"
+        lines.append(f"{raw}; judged (after clock and common mode): {sm.geomean_ratio:.4f} "
+                     f"({_pct(sm.geomean_ratio)})" if sm.geomean_ratio is not None else raw)
     if sm.weighted_speedup is not None:
         lines.append(f"time-weighted speedup: {sm.weighted_speedup:.4f}x (>1 is faster)")
     su = cmp.suite
@@ -84,7 +84,7 @@ def render_table(cmp: Comparison) -> str:
     rows = [header]
     for c in cmp.cases:
         rows.append((MARK[c.verdict], c.kernel, c.shape, c.dtype, _us(c.base_us), _us(c.cur_us),
-                     *_throughput(c), _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
+                     *_throughput(c), _pct(c.raw_ratio), _pct(c.ratio), _ci(c), _num(c.q_value, ".2g"),
                      "" if c.floor_pct is None else f"{c.floor_pct:.1f}%", c.verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = [f"perfci compare: {cmp.base_path} -> {cmp.cur_path} ({cmp.arch or 'arch unknown'})"]
@@ -119,7 +119,7 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
             lines.append("| " + " | ".join(_md_escape(x) for x in (
                 f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN) else c.verdict,
                 f"`{c.kernel}`", c.shape, c.dtype, _us(c.base_us), _us(c.cur_us), *_throughput(c),
-                _pct(c.ratio), _pct(c.adj_ratio), _ci(c), _num(c.q_value, ".2g"),
+                _pct(c.raw_ratio), _pct(c.ratio), _ci(c), _num(c.q_value, ".2g"),
                 "" if c.floor_pct is None else f"{c.floor_pct:.1f}%")) + " |")
         if len(cases) > max_rows:
             lines.append(f"| … | {len(cases) - max_rows} more |" + " |" * 11)
@@ -209,7 +209,7 @@ def plot(cmp: Comparison, out_path: str) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    timed = [c for c in cmp.cases if c.adj_ratio is not None]
+    timed = [c for c in cmp.cases if c.ratio is not None]
     changed = [c for c in timed if c.verdict != Verdict.UNCHANGED]
     cases = changed if len(timed) > PLOT_ROWS and changed else timed
     hidden = len(timed) - len(cases)
@@ -217,11 +217,11 @@ def plot(cmp: Comparison, out_path: str) -> None:
               Verdict.UNCHANGED: "tab:gray"}
     floors = [c.floor_pct for c in cases if c.floor_pct]
     limit = max([3.0 * max(floors, default=1.0), 5.0]
-                + [abs(100.0 * (c.adj_ratio - 1.0)) * 1.15 for c in cases if abs(c.adj_ratio - 1.0) < 0.25])
+                + [abs(100.0 * (c.ratio - 1.0)) * 1.15 for c in cases if abs(c.ratio - 1.0) < 0.25])
     limit = min(limit, 30.0)
     fig, ax = plt.subplots(figsize=(9, max(2.5, 0.22 * len(cases) + 1.6)))
     for y, c in enumerate(reversed(cases)):
-        pct = 100.0 * (c.adj_ratio - 1.0)
+        pct = 100.0 * (c.ratio - 1.0)
         lo, hi = 100.0 * (c.ci_low - 1.0), 100.0 * (c.ci_high - 1.0)
         col = colors.get(c.verdict, "black")
         if c.floor_pct:

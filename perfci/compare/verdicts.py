@@ -323,7 +323,7 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     base = CaseComparison(
         kernel=p.base.kernel, shape=p.base.shape, dtype=p.base.dtype, verdict="",
         base_us=p.base.median_us, cur_us=p.cur.median_us,
-        ratio=p.cur.median_us / p.base.median_us,
+        raw_ratio=p.cur.median_us / p.base.median_us,
         p_value=pv, q_value=qv, floor_pct=100.0 * math.expm1(floor), n_base=n1, n_cur=n2,
         clock_exponent=p.exponent if p.exponent_known else None, clock_normalized=p.normalized,
         clock_space=_clock_space(p), weight=p.base.weight, base_status="ok", cur_status="ok")
@@ -332,11 +332,11 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
         est = p.shift - offset
         verdict = (Verdict.REGRESSED if est > floor else Verdict.IMPROVED if est < -floor
                    else Verdict.UNCHANGED if abs(est) <= plain_floor else Verdict.INCONCLUSIVE)
-        return replace(base, verdict=verdict, adj_ratio=math.exp(est), ci_low=math.exp(est),
+        return replace(base, verdict=verdict, ratio=math.exp(est), ci_low=math.exp(est),
                        ci_high=math.exp(est), reason="threshold only: no repeats to test")
     hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
     spread_b, spread_c = stats.robust_spread(p.lb), stats.robust_spread(p.lc)
-    base = replace(base, adj_ratio=math.exp(hl.estimate), ci_low=math.exp(hl.low),
+    base = replace(base, ratio=math.exp(hl.estimate), ci_low=math.exp(hl.low),
                    ci_high=math.exp(hl.high), spread_base_pct=100.0 * spread_b,
                    spread_cur_pct=100.0 * spread_c)
     if stats.min_pvalue(n1, n2) > opts.alpha or not hl.confident:

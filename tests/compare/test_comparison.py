@@ -7,20 +7,20 @@ import pytest
 from perfci.compare.comparison import VERDICTS, CaseComparison, summarize
 
 
-def _case(kernel, verdict, base_us=None, cur_us=None, weight=1.0, adj_ratio=None):
-    ratio = cur_us / base_us if base_us and cur_us else None
+def _case(kernel, verdict, base_us=None, cur_us=None, weight=1.0, ratio=None):
+    raw = cur_us / base_us if base_us and cur_us else None
     return CaseComparison(kernel=kernel, shape="64x64x64", dtype="bf16", verdict=verdict, base_us=base_us,
-                          cur_us=cur_us, ratio=ratio, adj_ratio=adj_ratio, weight=weight)
+                          cur_us=cur_us, raw_ratio=raw, ratio=ratio, weight=weight)
 
 
 def test_summary_counts_every_verdict_and_names_the_worst_in_order():
-    cases = [_case("a", "broken", base_us=10.0), _case("b", "regressed", 10.0, 20.0, adj_ratio=2.0),
-             _case("c", "unchanged", 10.0, 10.0, adj_ratio=1.0), _case("d", "added", cur_us=5.0)]
+    cases = [_case("a", "broken", base_us=10.0), _case("b", "regressed", 10.0, 20.0, ratio=2.0),
+             _case("c", "unchanged", 10.0, 10.0, ratio=1.0), _case("d", "added", cur_us=5.0)]
     s = summarize(cases)
     assert s.counts == {**{v: 0 for v in VERDICTS}, "broken": 1, "regressed": 1, "unchanged": 1, "added": 1}
     assert s.worst == (("a", "64x64x64", "bf16"), ("b", "64x64x64", "bf16"))
     assert s.n_compared == 2  # only cases timed on both sides
-    assert s.geomean_ratio == pytest.approx(math.sqrt(2.0)) and s.geomean_adj_ratio == pytest.approx(math.sqrt(2.0))
+    assert s.geomean_raw_ratio == pytest.approx(math.sqrt(2.0)) and s.geomean_ratio == pytest.approx(math.sqrt(2.0))
 
 
 def test_weighted_speedup_is_the_speedup_of_the_weighted_total_time():
@@ -33,4 +33,4 @@ def test_weighted_speedup_is_the_speedup_of_the_weighted_total_time():
 
 def test_summary_of_untimed_cases_has_no_ratios():
     s = summarize([_case("a", "removed", base_us=10.0)])
-    assert (s.n_compared, s.geomean_ratio, s.geomean_adj_ratio, s.weighted_speedup) == (0, None, None, None)
+    assert (s.n_compared, s.geomean_raw_ratio, s.geomean_ratio, s.weighted_speedup) == (0, None, None, None)

@@ -95,9 +95,10 @@ def test_csv_has_the_documented_columns_and_empty_cells_for_none(cmp):
     assert tuple(rows[0]) == render.CSV_FIELDS
     assert [(r["kernel"], r["verdict"]) for r in rows] == [(c.kernel, c.verdict) for c in cmp.cases]
     broken = rows[0]
-    assert broken["adj_ratio"] == "" and broken["cur_us"] == ""
+    assert broken["ratio"] == broken["raw_ratio"] == broken["cur_us"] == ""
     assert broken["reason"] == "ok in base, fail in cur: out of memory, again"  # the comma survives quoting
-    assert float(rows[1]["ratio"]) == pytest.approx(1.5)
+    assert float(rows[1]["ratio"]) == pytest.approx(1.5) and float(rows[1]["raw_ratio"]) == pytest.approx(1.5)
+    assert float(rows[1]["ci_low"]) <= float(rows[1]["ratio"]) <= float(rows[1]["ci_high"])
 
 
 def test_forest_plot_draws_one_row_per_judged_case_worst_on_top(cmp, tmp_path, monkeypatch):
@@ -118,7 +119,7 @@ def test_forest_plot_draws_one_row_per_judged_case_worst_on_top(cmp, tmp_path, m
     labels = [t.get_text() for t in ax.get_yticklabels()]
     # broken, added and removed cases have no judged ratio, so no row; the plot's
     # top row (the last label) is the worst judged case.
-    judged = [c for c in cmp.cases if c.adj_ratio is not None]
+    judged = [c for c in cmp.cases if c.ratio is not None]
     assert labels == [f"{c.kernel} {c.shape} {c.dtype}  ({render._us(c.cur_us)} µs)" for c in reversed(judged)]
     assert labels[-1] == "gemv 4x4096x4096 bf16  (21.00 µs)"
     assert ax.get_title() == "perfci compare on gfx942: 1 broken, 1 regressed, 6 unchanged, 1 added, 1 removed"
