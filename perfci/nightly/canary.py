@@ -99,11 +99,11 @@ def canary(n: Night) -> tuple[str, str]:
     write_results(path, rows)
     n.files.append("canary.csv")
     n.canary_csv = path
-    record = _record(n, pct, method, path, session, rule, _compare(n, rows))
+    record = _record(n, pct, method, path, session, rule, judge(n, rows))
     n.canary = record
     earlier = _earlier(n)
     n.canary_rates = rates([*earlier, record])
-    n.warnings.extend(_warnings(record))
+    n.warnings.extend(warnings_for(record))
     return core.OK, f"{tonight_line(record)} [{time.monotonic() - started:.0f} s of rounds]"
 
 
@@ -218,7 +218,7 @@ class Judged:
     plant: tuple = ("", None, None, None)
 
 
-def _compare(n: Night, rows: list[dict[str, str]]) -> Judged:
+def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
     """The twin against the store's earlier canary nights, and the planted build against the same."""
     from perfci.compare.comparison import CompareOptions
     from perfci.compare.inputs import read_any, read_profile
@@ -292,7 +292,7 @@ def _earlier(n: Night) -> list[CanaryNight]:
     return load_canaries(n.store)
 
 
-def _warnings(c: CanaryNight) -> list[str]:
+def warnings_for(c: CanaryNight) -> list[str]:
     """A blind or noisy detector tonight, in words: warnings, never the night's verdict."""
     out = []
     size = (f"the plant measured {100 * (c.truth_ratio - 1):+.1f}%" if c.truth_ratio
