@@ -26,7 +26,8 @@ from perfci.results import COLUMNS, render_rows_csv
 from tests.nightly.conftest import make_repo, perfci, read_rows, stage, verdict
 
 QUIET = (1.000, 0.995, 1.004, 0.990, 1.010, 0.998, 1.002)  # seven repeats within +-1%
-CANARY_KEYS = [("perfci_canary[plant_pct=0]", "16x16x64", "fp32"), ("perfci_canary[plant_pct=100]", "16x16x64", "fp32")]
+CANARY_KEYS = [("perfci_canary[plant_pct=0]", "16x16x64", "fp32"),
+               ("perfci_canary[plant_pct=100]", "16x16x64", "fp32")]
 
 
 def row(kernel: str, shape: str, dtype: str, us: float, when: str, suite: str, **env) -> dict:
@@ -119,8 +120,8 @@ def test_a_blind_or_noisy_detector_tonight_is_said_as_warnings():
 
     assert canary.warnings_for(night(2)) == []
     said = canary.warnings_for(night(3, twin="inconclusive", plant="unchanged", paired="inconclusive"))
-    assert [w.split(":")[1].strip()[:30] for w in said] == ["compare called the unchanged t", "compare did not find the plant",
-                                                            "confirm's paired check did not"]
+    assert [w.split(":")[1].strip()[:30] for w in said] == [
+        "compare called the unchanged t", "compare did not find the plant", "confirm's paired check did not"]
 
 
 # --------------------------------------------------------------------------- a canary that cannot run
