@@ -202,7 +202,17 @@ def trial(index: int, step: float, seed: int, jobs: int, extra: list[str], timeo
         r["named_number"] = number.get(r.get("named"))
     perfci["candidate_numbers"] = [number[c] for c in perfci.get("candidates", []) if c in number]
     return {"index": index, "step": step, "seed": seed, "jobs": jobs, "culprit": culprit,
-            "perfci": perfci, "seed000": seed_rule, "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            "perfci": perfci, "seed000": seed_rule, "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "load": os.getloadavg()[0],  # other jobs on the machine: the noise this trial ran in
+            "perfci_commit": _code_version()}
+
+
+def _code_version() -> str:
+    """The commit of the perfci that ran, ``+dirty`` when perfci/bisect or perfci/stats.py differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "perfci/bisect", "perfci/stats.py"], cwd=ROOT,
+                           capture_output=True, text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def outcome(r: dict, culprit: int, who: str) -> str:
@@ -214,9 +224,9 @@ def outcome(r: dict, culprit: int, who: str) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| step | strategy | trials | right, exit 0 | wrong, exit 0 | exit 3, range holds culprit | "
-             "exit 3, range misses | other | bench runs / trial | wall s / trial | tree intact |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| step | strategy | trials | right, exit 0 | wrong, exit 0 | exit 3, range holds culprit "
+             "(mean width) | exit 3, range misses | other | bench runs / trial | wall s / trial | load | tree intact |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for step in sorted({r["step"] for r in rows}, reverse=True):
         mine = [r for r in rows if r["step"] == step]
         for who in ("perfci", "seed000"):
@@ -231,10 +241,14 @@ def table(rows: list[dict]) -> str:
             n = len(mine)
             name = "perfci bisect" if who == "perfci" else "seed 000 (3 runs, median, 30% of gap)"
             tree = f"{intact}/{n}" if who == "perfci" else "n/a (clone)"
+            widths = [len(r[who]["candidate_numbers"]) for r in mine
+                      if outcome(r[who], r["culprit"], who) == "exit3-holds"]
+            holds = f"{counts['exit3-holds']} ({sum(widths) / len(widths):.1f})" if widths else "0"
             three = (lambda k: str(counts[k])) if who == "perfci" else (lambda k: "n/a")
+            load = sum(r.get("load", 0.0) for r in mine) / n
             lines.append(f"| {step * 100:g}% | {name} | {n} | {counts['right']} | {counts['wrong']} | "
-                         f"{three('exit3-holds')} | {three('exit3-misses')} | {counts['other']} | {runs / n:.0f} | "
-                         f"{secs / n:.0f} | {tree} |")
+                         f"{holds if who == 'perfci' else 'n/a'} | {three('exit3-misses')} | {counts['other']} | "
+                         f"{runs / n:.0f} | {secs / n:.0f} | {load:.1f} | {tree} |")
     return "\n".join(lines)
 
 

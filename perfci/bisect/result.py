@@ -26,9 +26,14 @@ def to_result(cfg: BisectConfig, out: Outcome, good: str, bad: str, commits: Seq
                   bench_runs=measurer.bench_runs, seconds=out.seconds)
     status = out.baseline.decision.status
     if out.state is None:
-        advice = _advice_for_pair(cfg, out.baseline.check, "GOOD -> BAD") if status == StepStatus.UNRESOLVED else ()
+        if status == StepStatus.UNRESOLVED:
+            # Not "no difference": the budget ended before GOOD -> BAD was resolved either way,
+            # so a slowdown, if there is one, is anywhere in the range.
+            return BisectResult(status="undecided", message=f"GOOD -> BAD not resolved: {out.baseline.check.message}",
+                                candidates=tuple(commits), advice=_advice_for_pair(cfg, out.baseline.check,
+                                                                                   "GOOD -> BAD"), **common)
         return BisectResult(status="swapped" if status == StepStatus.SWAPPED else "no-difference",
-                            message=out.baseline.check.message, advice=advice, **common)
+                            message=out.baseline.check.message, **common)
     skipped = tuple(r.sha for r in out.steps if r.verdict == Verdict.SKIP)
     check = out.culprit_check.check if out.culprit_check else None
     c = conclude(out.state, check, skipped, out.leans, out.stopped)

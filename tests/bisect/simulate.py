@@ -173,8 +173,10 @@ def bisect(n_commits: int, culprit: int, step: float, rng: random.Random, *, mac
     number = {sha: i for i, sha in enumerate(commits, start=1)}
     seconds = out.seconds
     if out.state is None:
-        status = "swapped" if out.baseline.decision.status.value == "swapped" else "no-difference"
-        return Trial(status, None, culprit, measurer.bench_runs, endpoint_runs, seconds=seconds)
+        status = {"swapped": "swapped", "unresolved": "undecided"}.get(out.baseline.decision.status.value,
+                                                                      "no-difference")
+        candidates = tuple(range(1, n_commits + 1)) if status == "undecided" else ()
+        return Trial(status, None, culprit, measurer.bench_runs, endpoint_runs, candidates, seconds)
     from perfci.bisect.core import Verdict, conclude
 
     skipped = tuple(r.sha for r in out.steps if r.verdict == Verdict.SKIP)
