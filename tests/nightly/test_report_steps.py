@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,26 @@ def test_every_renderer_failing_still_leaves_a_verdict_the_workflow_can_read(set
     assert (v["exit_code"], v["confirmed_regression"]) == (1, True) and decision.exit_code == 1
     assert sum("could not be rendered" in w for w in v["warnings"]) == 3
     assert "exit 1; confirmed regression: yes" in (out / "issue.md").read_text()
+
+
+def test_the_reports_render_extreme_inputs():
+    """1,000 cases, estimates at their interval's edge, empty intervals, NaN and infinite numbers, a canary
+    that judged nothing: every report renders, verdict.json stays strict JSON, the verdict as decided."""
+    nan, inf = float("nan"), float("inf")
+    odd = [(1.0, 1.0, 1.0), (1.2, 1.2, 1.5), (nan, nan, nan), (inf, 1.0, inf), (None, None, None), (0.0, -1.0, 0.0)]
+    cases = tuple(core.Judged("k", f"{i}x1x1", "bf16", "regressed" if i % 3 == 0 else "unchanged", "why | not",
+                              100.0 if i % 5 else nan, 120.0, *odd[i % len(odd)]) for i in range(1000))
+    from perfci.history.canary import CanaryNight, rates
+
+    blank = CanaryNight("r", "", "", "d", "sm_90", "s", 3.0, 3.125, "1x1x1", "bf16", truth_ratio=nan)
+    outcome = core.Outcome(suite="s", device="d", arch="sm_90", stages=(core.Stage("tonight", core.OK),),
+                           tonight=tuple((c.key, "ok") for c in cases), cases=cases,
+                           flagged=tuple(c.key for c in cases if c.verdict == "regressed"),
+                           canary=blank, canary_rates=rates([blank]))
+    decision = core.decide(outcome)
+    assert decision.exit_code == 1
+    summary, issue = render.summary_md(outcome, decision), render.issue_md(outcome, decision)
+    assert "more |" in summary and not re.search(r"\b(nan|inf)\b", summary.lower() + issue.lower())
+    assert "#### Canary" in summary and "### Canary" in issue
+    v = json.loads(render.verdict_json(outcome, decision))
+    assert v["exit_code"] == 1 and len(v["cases"]) == 1000 and v["canary"]["tonight"]["truth_ratio"] is None
