@@ -11,25 +11,28 @@
 # GPU (CUDA_VISIBLE_DEVICES, default 0); --no-bisect; confirm runs only if compare flags a case.
 #
 #   PCT            the plant, percent (default 3)       NIGHTS         (default 3)
-#   CANARY_BUDGET  seconds of canary rounds (default 60) NIGHT_TIMEOUT  per night (default 150)
-#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 30 --max-rounds 8")
-#   DEVICE         auto (default) or cpu                 BUDGET_S       (default 400: one command)
+#   CANARY_BUDGET  seconds of canary rounds (default 60) NIGHT_TIMEOUT  per night (default 140)
+#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 25 --max-rounds 6")
+#   DEVICE         auto (default) or cpu                 BUDGET_S       (default 380: one command)
+# A night without a flag costs ~1.5 minutes on an H200 (the suite ~30 s, the canary's rounds
+# <= CANARY_BUDGET), one whose compare flags a case up to NIGHT_TIMEOUT (confirm's worktrees).
 #
 # Usage, from the repository root:  bash benchmarks/gpu/canary_nights.sh
 # Outputs in $OUT/r: nN/ (a night's files: verdict.json, summary.md, canary.csv, ...), nN.out/.err,
 # store/ (runs/ and canary/), canary.txt (`perfci history canary`), log.txt; $OUT/results.tgz.
-# Dry run on the CPU (a tiny fp32 suite through the interpreter, a 100% plant, 1-3 minutes a night):
+# Dry run on the CPU (a tiny fp32 suite through the interpreter, a 100% plant, 1-3 minutes a night;
+# 346 s for the three on two busy cores):
 #   DEVICE=cpu PCT=100 BUDGET_S=900 NIGHT_TIMEOUT=280 OUT=/tmp/o bash benchmarks/gpu/canary_nights.sh
 source benchmarks/gpu/setup.sh
-PCT=${PCT:-3}; NIGHTS=${NIGHTS:-3}; CANARY_BUDGET=${CANARY_BUDGET:-60}; NIGHT_TIMEOUT=${NIGHT_TIMEOUT:-150}
-DEVICE=${DEVICE:-auto}; BUDGET_S=${BUDGET_S:-400}
+PCT=${PCT:-3}; NIGHTS=${NIGHTS:-3}; CANARY_BUDGET=${CANARY_BUDGET:-60}; NIGHT_TIMEOUT=${NIGHT_TIMEOUT:-140}
+DEVICE=${DEVICE:-auto}; BUDGET_S=${BUDGET_S:-380}
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 if [[ $DEVICE == cpu ]]; then
   export TRITON_INTERPRET=1
   CONFIRM_ARGS=${CONFIRM_ARGS:-"--min-rounds 3 --max-rounds 3 --budget 60 --min-effect 25"}
 else
   export TRITON_INTERPRET=0
-  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 30 --max-rounds 8"}
+  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 25 --max-rounds 6"}
 fi
 HERE=$PWD
 DEMO=/tmp/canary-nights; STORE="$R/store"
