@@ -11,11 +11,12 @@
 # GPU (CUDA_VISIBLE_DEVICES, default 0); --no-bisect; confirm runs only if compare flags a case.
 #
 #   PCT            the plant, percent (default 3)       NIGHTS         (default 3)
-#   CANARY_BUDGET  seconds of canary rounds (default 60) NIGHT_TIMEOUT  per night (default 140)
-#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 25 --max-rounds 6")
-#   DEVICE         auto (default) or cpu                 BUDGET_S       (default 380: one command)
-# A night without a flag costs ~1.5 minutes on an H200 (the suite ~30 s, the canary's rounds
-# <= CANARY_BUDGET), one whose compare flags a case up to NIGHT_TIMEOUT (confirm's worktrees).
+#   CANARY_BUDGET  seconds of canary rounds (default 60) NIGHT_TIMEOUT  per night (default 170)
+#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 20 --max-rounds 4")
+#   DEVICE         auto (default) or cpu                 BUDGET_S       (default 390: one command)
+# A night without a flag should cost ~1.5 minutes on an H200 (the suite ~30 s, the canary's rounds
+# <= CANARY_BUDGET), one whose compare flags a case ~2 (confirm's worktrees and warm workers). A
+# night starts while MIN_NIGHT seconds (default 100) are left, and gets at most what is left.
 #
 # Usage, from the repository root:  bash benchmarks/gpu/canary_nights.sh
 # Outputs in $OUT/r: nN/ (a night's files: verdict.json, summary.md, canary.csv, ...), nN.out/.err,
@@ -24,15 +25,15 @@
 # 346 s for the three on two busy cores):
 #   DEVICE=cpu PCT=100 BUDGET_S=900 NIGHT_TIMEOUT=280 OUT=/tmp/o bash benchmarks/gpu/canary_nights.sh
 source benchmarks/gpu/setup.sh
-PCT=${PCT:-3}; NIGHTS=${NIGHTS:-3}; CANARY_BUDGET=${CANARY_BUDGET:-60}; NIGHT_TIMEOUT=${NIGHT_TIMEOUT:-140}
-DEVICE=${DEVICE:-auto}; BUDGET_S=${BUDGET_S:-380}
+PCT=${PCT:-3}; NIGHTS=${NIGHTS:-3}; CANARY_BUDGET=${CANARY_BUDGET:-60}; NIGHT_TIMEOUT=${NIGHT_TIMEOUT:-170}
+DEVICE=${DEVICE:-auto}; BUDGET_S=${BUDGET_S:-390}; MIN_NIGHT=${MIN_NIGHT:-100}
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 if [[ $DEVICE == cpu ]]; then
   export TRITON_INTERPRET=1
   CONFIRM_ARGS=${CONFIRM_ARGS:-"--min-rounds 3 --max-rounds 3 --budget 60 --min-effect 25"}
 else
   export TRITON_INTERPRET=0
-  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 25 --max-rounds 6"}
+  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 20 --max-rounds 4"}
 fi
 HERE=$PWD
 DEMO=/tmp/canary-nights; STORE="$R/store"
@@ -96,11 +97,12 @@ PY
 
 {
   for n in $(seq "$NIGHTS"); do
-    if (( $(left) < NIGHT_TIMEOUT )); then echo "skip night $n ($(left) s left)"; continue; fi
+    if (( $(left) < MIN_NIGHT )); then echo "skip night $n ($(left) s left)"; continue; fi
+    limit=$(( $(left) < NIGHT_TIMEOUT ? $(left) : NIGHT_TIMEOUT ))
     if (( n > 1 )); then echo "night $n" >> NOTES.md && git add NOTES.md && git commit -qm "docs: before night $n"; fi
     echo "== night $n at $(git rev-parse --short HEAD)"
     s=$SECONDS rc=0
-    timeout "$NIGHT_TIMEOUT" python3 -m perfci nightly suites/canary-nights.toml --out "$R/n$n" --history "$STORE" \
+    timeout "$limit" python3 -m perfci nightly suites/canary-nights.toml --out "$R/n$n" --history "$STORE" \
       --device "$DEVICE" --canary "$PCT" --canary-budget "$CANARY_BUDGET" --confirm-args "$CONFIRM_ARGS" \
       --no-bisect > "$R/n$n.out" 2> "$R/n$n.err" || rc=$?
     echo "night $n: exit $rc [$((SECONDS - s)) s, at $((SECONDS - T0)) s]"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -86,7 +87,6 @@ def canary(n: Night) -> tuple[str, str]:
     twin = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": 0})
     plant = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": _number(pct)})
     rule, budget = _rule(n)
-    started = time.monotonic()
     session = _measure(n, method, twin, plant, rule, budget)
     rows = _rows(n, session, method)
     device = (rows[0]["device_name"], rows[0]["arch"])
@@ -104,7 +104,7 @@ def canary(n: Night) -> tuple[str, str]:
     earlier = _earlier(n)
     n.canary_rates = rates([*earlier, record])
     n.warnings.extend(warnings_for(record))
-    return core.OK, f"{tonight_line(record)} [{time.monotonic() - started:.0f} s of rounds]"
+    return core.OK, f"{tonight_line(record)} ({session.seconds:.0f} s of rounds)"
 
 
 # --------------------------------------------------------------------------- the rule confirm would use
@@ -115,7 +115,7 @@ def _rule(n: Night):
     from perfci.confirm import DEFAULT_BUDGET_S
     from perfci.confirm.stopping import StoppingRule
 
-    p = argparse.ArgumentParser(add_help=False)
+    p = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     p.add_argument("--min-rounds", type=int, default=5)
     p.add_argument("--max-rounds", type=int)
     p.add_argument("--min-effect", type=float, default=1.0)
@@ -125,7 +125,7 @@ def _rule(n: Night):
         known, _ = p.parse_known_args(list(n.cfg.confirm_args))
         rule = StoppingRule(known.min_rounds, known.max_rounds, alpha=known.alpha,
                             min_effect_pct=known.min_effect)
-    except (SystemExit, ValueError):  # confirm says what is wrong with them, if it runs
+    except (argparse.ArgumentError, ValueError):  # confirm says what is wrong with them, if it runs
         known, rule = p.parse_args([]), StoppingRule()
     return rule, min(known.budget, n.cfg.canary_budget_s)
 
@@ -156,7 +156,8 @@ def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Se
         fast = device == "cuda"
         runner.options = replace(options, device=device, warmup_min_s=0.1 if fast else 0.05,
                                  warmup_max_s=1.5 if fast else 0.5)
-        lock = gpu_lock(options.lock_timeout_s, lambda text: None) if fast else None
+        lock = gpu_lock(options.lock_timeout_s, lambda text: print(f"perfci nightly: canary: {text}",
+                                                                     file=sys.stderr)) if fast else None
         started = time.monotonic()
         try:
             while True:
