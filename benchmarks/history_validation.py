@@ -1,8 +1,9 @@
 """perfci history on real H200 nights: pooled baselines and change points, from committed files only.
 
     python benchmarks/history_validation.py [--out report.md] [--series 10] [--nights 30] [--quick]
-                                            [--only pooled|changepoints] [--cp-alpha 0.01]
-                                            [--pooled default|absolute-floor|2026-11-30]
+                                            [--only pooled|changepoints|stored-nights] [--cp-alpha 0.01]
+                                            [--pooled default|no-absolute-floor|suite-prior|2026-11-30]
+                                            [--subsets 3]
 
 1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
    false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
@@ -21,10 +22,25 @@
    change reported? Also reported: the same detector given only each night's median, and where
    a detector told that there is exactly one step would put it (the bound on localisation).
 
-Time: about 9 minutes on a 2-core CPU machine (--quick: one history subset per K).
-Pass: the change-point goals, a +3% step found within +-1 night in >= 90% of step series and
->= 95% of flat series without a change. The committed run:
-benchmarks/results/history-2026-11-30b/report.md.
+3. The pooled compare over every stored H200 night (`--only stored-nights`): the nights of decode
+   and prefill that ran unchanged code on an H200 with today's gated measurement, 9 of decode and
+   11 of prefill (2026-11-30: q1-q5, l1 and l2 with every host core busy; 2026-12-01, another host:
+   the nightly's n1 and n2, prefill's base and base2; n2 of decode without its 4 gemv cases, which
+   carry the nightly's planted gemv-tile change). Leave-one-out: each night in turn is tonight, with
+   --subsets random sets (seeded) of K = 2, 4 and 8 of the others in the store. Per night: false
+   `regressed` as a share of its judged cases (the goal: <= 1%); and each kernel family (a kernel
+   label, variants apart) in turn made 3% slower in tonight's night (its repeats x 1.03): the share
+   of its cases flagged, `regressed` or `inconclusive`, not `unchanged` (the goal: >= 90%). The rule
+   before the per-family prior (the suite's prior, unchanged = inside the profile floor, tonight's
+   shift over every case, no absolute floor) and today's, side by side; then the two nights with real
+   changes (decode n2's gemv-tile, prefill's GROUP_M plant) judged against every night before them.
+
+Time: about 9 minutes on a 2-core CPU machine for parts 1-2 (--quick: one history subset per K),
+7 for part 3 (--subsets 3). Pass: the change-point goals, a +3% step found within +-1 night in
+>= 90% of step series and >= 95% of flat series without a change; part 3, false regressed <= 1% of
+cases per night on average and +3% on a family flagged in >= 90% of its cases, at every K.
+The committed runs: benchmarks/results/history-2026-11-30b/report.md (parts 1-2),
+benchmarks/results/history-2026-12-01/stored-nights.md (part 3).
 """
 from __future__ import annotations
 
@@ -45,6 +61,7 @@ from perfci.compare import CompareOptions, compare  # noqa: E402
 from perfci.compare.noise import profile_for_arch  # noqa: E402
 from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
 from perfci.compare.pooled import PooledOptions, build_baseline, judge  # noqa: E402
+from perfci.compare.prior import PriorOptions  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
@@ -56,9 +73,35 @@ OLD = {"decode": [ROOT / "baselines/h200/2026-11-29/decode.csv",
        "prefill": [ROOT / "baselines/h200/2026-11-29/prefill.csv",
                    ROOT / "benchmarks/results/h200-2026-11-29b/aa-nights/prefill-aa1.csv"]}
 EFFECTS = (3.0, 5.0, 10.0)
+# The rule before per-family priors: one prior for the suite, unchanged inside the profile's one-run floor,
+# tonight's shift fitted over every case (a kernel's own change partly absorbed), no absolute floor.
+SUITE_PRIOR = PooledOptions(prior=PriorOptions(scope="suite", max_prior_nights=1e4), margin="profile",
+                            exclude_own_kernel=False, absolute_floor=False)
 PRESETS = {"default": PooledOptions(),
-           "absolute-floor": PooledOptions(absolute_floor=True),
-           "2026-11-30": PooledOptions(level="median", mode="median", within_floor=False, absolute_floor=True)}
+           "no-absolute-floor": PooledOptions(absolute_floor=False),
+           "suite-prior": SUITE_PRIOR,
+           "absolute-floor": replace(SUITE_PRIOR, absolute_floor=True),
+           "2026-11-30": replace(SUITE_PRIOR, level="median", mode="median", within_floor=False, absolute_floor=True)}
+R01 = ROOT / "benchmarks" / "results" / "h200-2026-12-01"
+# Every stored night of unchanged code with the gated measurement: (label, file).
+STORED = {
+    "decode": [*((f"11-30 q{i}", H30 / QUIET[i] / f"decode-q{i}.csv") for i in QUIET),
+               ("11-30 l1 (busy host)", H30 / "load" / "decode-l1.csv"),
+               ("11-30 l2 (busy host)", H30 / "final" / "decode-l2.csv"),
+               ("12-01 n1", R01 / "nightly-two-nights" / "r" / "n1" / "decode" / "run.csv"),
+               ("12-01 n2 (no gemv)", R01 / "nightly-two-nights" / "r" / "n2" / "decode" / "run.csv")],
+    "prefill": [*((f"11-30 q{i}", H30 / QUIET[i] / f"prefill-q{i}.csv") for i in QUIET),
+                ("11-30 l1 (busy host)", H30 / "load" / "prefill-l1.csv"),
+                ("11-30 l2 (busy host)", H30 / "final" / "prefill-l2.csv"),
+                ("12-01 base", R01 / "group-prefill-and-stages" / "r" / "prefill-base.csv"),
+                ("12-01 base2", R01 / "group-prefill-and-stages" / "r" / "prefill-base2.csv"),
+                ("12-01 n1", R01 / "nightly-two-nights" / "r" / "n1" / "prefill" / "run.csv"),
+                ("12-01 n2", R01 / "nightly-two-nights" / "r" / "n2" / "prefill" / "run.csv")]}
+# The nights with a real change, judged against every stored night before them: (suite, label, file, families).
+CHANGED = [("decode", "12-01 n2, gemv-tile planted", R01 / "nightly-two-nights" / "r" / "n2" / "decode" / "run.csv",
+            ("gemv",)),
+           ("prefill", "12-01 group, GROUP_M planted", R01 / "group-prefill-and-stages" / "r" / "prefill-group.csv",
+            ("matmul_tiled", "matmul_persistent"))]
 CLASSES = (("< 15 us", 0, 15), ("15-100 us", 15, 100), (">= 100 us", 100, math.inf))
 PROFILE = profile_for_arch("sm_90")
 
@@ -119,6 +162,167 @@ def pooled_runs(nights: list[ResultTable], suite: str, ks, tally: Tally, popts: 
                         result = judge_fn(planted(tonight, key, 1.0 + effect / 100.0))
                         verdict = next(c.verdict for c in result.cases if c.key == key)
                         tally.add(k, effect, _class(base_us[key]), verdict == "regressed")
+
+
+def stored_nights(suite: str) -> list[tuple[str, ResultTable]]:
+    """The suite's stored nights of unchanged code, labelled; decode's n2 without its planted gemv cases."""
+    out = []
+    for label, path in STORED[suite]:
+        table = read_results(path)
+        if "no gemv" in label:
+            table = replace(table, rows=tuple(r for r in table.rows if r.kernel != "gemv"))
+        out.append((label, table))
+    return out
+
+
+def family_planted(table: ResultTable, kernel: str, factor: float) -> ResultTable:
+    """TABLE with every ok case of KERNEL (a label, variants apart) factor x slower."""
+    rows = tuple(replace(r, median_us=r.median_us * factor, repeats_us=tuple(x * factor for x in r.repeats_us))
+                 if r.kernel == kernel and r.status == "ok" else r for r in table.rows)
+    return replace(table, rows=rows)
+
+
+JUDGED_OUT = ("removed", "added")  # not judged against the store: a case a night lacks
+
+
+class NightTally:
+    """Per (rule, K): false regressed per held-out night, A/A verdict counts, and the +3% plants' verdicts."""
+
+    def __init__(self):
+        self.per_night: dict = {}  # (rule, k) -> {night: [share regressed per subset]}
+        self.aa: dict = {}  # (rule, k) -> Counter of verdicts
+        self.plant: dict = {}  # (rule, k, family) -> [cases, flagged, regressed]
+
+    def add_aa(self, rule, k, night, cases):
+        judged = [c for c in cases if c.verdict not in JUDGED_OUT]
+        self.per_night.setdefault((rule, k), {}).setdefault(night, []).append(
+            sum(c.verdict == "regressed" for c in judged) / max(len(judged), 1))
+        counts = self.aa.setdefault((rule, k), {})
+        for c in judged:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+
+    def add_plant(self, rule, k, family, cases):
+        t = self.plant.setdefault((rule, k, family), [0, 0, 0])
+        for c in cases:
+            if c.kernel == family and c.verdict not in JUDGED_OUT:
+                t[0] += 1
+                t[1] += c.verdict in ("regressed", "inconclusive")
+                t[2] += c.verdict == "regressed"
+
+
+RULES = (("before: suite prior, profile floor", SUITE_PRIOR), ("today: family prior, own margin", PooledOptions()))
+
+
+def stored_night_runs(suite: str, ks, subsets: int, tally: NightTally, seed: int = 7) -> None:
+    nights = stored_nights(suite)
+    families = sorted({r.kernel for _, t in nights for r in t.rows})
+    rng = np.random.default_rng(seed)
+    for k in ks:
+        for h, (label, tonight) in enumerate(nights):
+            others = [t for i, (_, t) in enumerate(nights) if i != h]
+            every = list(itertools.combinations(range(len(others)), k))
+            chosen = [every[i] for i in rng.choice(len(every), size=min(subsets, len(every)), replace=False)]
+            for subset in chosen:
+                history = [(suite, others[i]) for i in subset]
+                for rule, base_opts in RULES:
+                    popts = replace(base_opts, nights=k)
+                    baseline = build_baseline(history, PROFILE, popts, "sm_90")
+                    tally.add_aa(rule, k, label, judge(baseline, tonight, suite, "sm_90", PROFILE,
+                                                       CompareOptions(), popts).cases)
+                    for family in families:
+                        cur = family_planted(tonight, family, 1.03)
+                        tally.add_plant(rule, k, family, judge(baseline, cur, suite, "sm_90", PROFILE,
+                                                               CompareOptions(), popts).cases)
+
+
+def _share(n, d) -> str:
+    return f"{100 * n / d:.1f}%" if d else "-"
+
+
+def stored_night_table(tally: NightTally, ks) -> list[str]:
+    out = ["| K | rule | false regressed per night: mean (worst night) | A/A unchanged / inconclusive / improved | "
+           "+3% on a family: flagged (not unchanged) | of them regressed |", "|---:|---|---|---|---:|---:|"]
+    for k in ks:
+        for rule, _ in RULES:
+            nights = {n: 100 * float(np.mean(v)) for n, v in tally.per_night.get((rule, k), {}).items()}
+            if not nights:
+                continue
+            worst = max(nights, key=nights.get)
+            aa = tally.aa[(rule, k)]
+            total = sum(aa.values())
+            plants = [v for (r, kk, _), v in tally.plant.items() if r == rule and kk == k]
+            cases, flagged, regressed = (sum(v[i] for v in plants) for i in range(3))
+            out.append(f"| {k} | {rule} | {np.mean(list(nights.values())):.2f}% ({nights[worst]:.1f}%, {worst}) | "
+                       f"{_share(aa.get('unchanged', 0), total)} / {_share(aa.get('inconclusive', 0), total)} / "
+                       f"{_share(aa.get('improved', 0), total)} | {_share(flagged, cases)} | "
+                       f"{_share(regressed, cases)} |")
+    return out
+
+
+def per_night_table(tally: NightTally, ks, rule: str) -> list[str]:
+    labels = list(next(iter(v for (r, _), v in tally.per_night.items() if r == rule)).keys())
+    out = ["| night | " + " | ".join(f"K = {k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
+    for label in labels:
+        cells = [f"{100 * float(np.mean(tally.per_night[(rule, k)][label])):.1f}%"
+                 if label in tally.per_night.get((rule, k), {}) else "-" for k in ks]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
+
+
+def per_family_table(tally: NightTally, ks, rule: str) -> list[str]:
+    families = sorted({f for (r, _, f) in tally.plant if r == rule})
+    out = ["| family | " + " | ".join(f"K = {k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
+    for family in families:
+        cells = []
+        for k in ks:
+            c, f, g = tally.plant.get((rule, k, family), (0, 0, 0))
+            cells.append(f"{_share(f, c)} ({_share(g, c)})" if c else "-")
+        out.append(f"| {family} | " + " | ".join(cells) + " |")
+    return out
+
+
+def changed_night_lines() -> list[str]:
+    """The two nights with a real change, against every stored night before them, both rules."""
+    out = ["| night | family | rule | regressed | inconclusive | unchanged | improved |",
+           "|---|---|---|---:|---:|---:|---:|"]
+    for suite, label, path, families in CHANGED:
+        tonight = read_results(path)
+        stamp = min(r.timestamp for r in tonight.rows if r.timestamp)
+        history = [(suite, t) for name, t in stored_nights(suite)
+                   if min(r.timestamp for r in t.rows if r.timestamp) < stamp and "no gemv" not in name]
+        for rule, base_opts in RULES:
+            popts = replace(base_opts, nights=len(history))
+            result = judge(build_baseline(history, PROFILE, popts, "sm_90"), tonight, suite, "sm_90", PROFILE,
+                           CompareOptions(), popts)
+            for family in families:
+                mine = [c.verdict for c in result.cases if c.kernel == family]
+                out.append(f"| {label} ({len(history)} nights before it) | {family} ({len(mine)}) | {rule} | "
+                           + " | ".join(str(mine.count(v)) for v in ("regressed", "inconclusive", "unchanged",
+                                                                       "improved")) + " |")
+    return out
+
+
+def stored_night_report(subsets: int) -> list[str]:
+    ks = (2, 4, 8)
+    text = ["## 3. The pooled compare over every stored H200 night: the rule before per-family priors and today's",
+            "", f"Leave-one-out: each stored night of unchanged code in turn is tonight, against {subsets} random "
+            "stores (seeded) of K of the others; then each kernel family in turn made 3% slower in tonight's night. "
+            "False regressed: the share of a night's judged cases called `regressed` with nothing planted, "
+            "averaged over its stores, then over the nights (goal <= 1%). Flagged: `regressed` or "
+            "`inconclusive`, not `unchanged` (goal >= 90%). decode n2's gemv cases (a planted change) are left "
+            "out of that night; with 9 nights of decode a store holds at most 8.", ""]
+    for suite in ("decode", "prefill"):
+        tally = NightTally()
+        stored_night_runs(suite, ks, subsets, tally)
+        names = ", ".join(label for label, _ in STORED[suite])
+        text += [f"### {suite} ({len(STORED[suite])} nights: {names})", "", *stored_night_table(tally, ks), "",
+                 "False regressed per held-out night, today's rule:", "", *per_night_table(tally, ks, RULES[1][0]), "",
+                 "+3% on one family: flagged (regressed) per family, today's rule:", "",
+                 *per_family_table(tally, ks, RULES[1][0]), "",
+                 "The same, the rule before:", "", *per_family_table(tally, ks, RULES[0][0]), ""]
+    text += ["### Nights with a real change, against every stored night before them", "",
+             *changed_night_lines(), ""]
+    return text
 
 
 def power_table(tally: Tally, ks) -> list[str]:
@@ -230,17 +434,23 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one history subset per K (a smoke run)")
     parser.add_argument("--cp-alpha", type=float, default=ChangeOptions().alpha,
                         help="change points: alpha per series (default: perfci history check's)")
-    parser.add_argument("--only", choices=("pooled", "changepoints"), help="run one part only")
+    parser.add_argument("--only", choices=("pooled", "changepoints", "stored-nights"), help="run one part only")
     parser.add_argument("--pooled", choices=sorted(PRESETS), default="default",
-                        help="pooled options: default, default plus the absolute floor, or the method of "
-                             "2026-11-30 (nightly medians, median common mode, absolute floor)")
+                        help="pooled options of part 1: today's default, without its absolute floor, the rule "
+                             "before per-family priors (suite-prior; absolute-floor: it with the absolute floor), "
+                             "or the method of 2026-11-30 (nightly medians, median common mode, absolute floor)")
+    parser.add_argument("--subsets", type=int, default=3,
+                        help="part 3: stores of K nights drawn per held-out night and K (default 3)")
     args = parser.parse_args()
     started = time.time()
     popts = PRESETS[args.pooled]
+    do_pooled, do_cp, do_stored = (args.only in (None, part) for part in ("pooled", "changepoints", "stored-nights"))
+    scope = ("quick: one subset per K" if args.quick else "every history subset") if args.only != "stored-nights" \
+        else f"part 3 only, {args.subsets} stores per night and K"
 
     text = ["# History: pooled baselines and change points on real H200 nights", "",
             "Built by `python benchmarks/history_validation.py` from committed files only "
-            f"({'quick: one subset per K' if args.quick else 'every history subset'}).", "",
+            f"({scope}).", "",
             "## 1. Pooled baseline: power and false alarms against K earlier nights", "",
             "Five quiet nights of 2026-11-30 (gated measurement), leave-one-out; K = 1 is `perfci compare` "
             "of one night against one (each other night in turn, clocks as compare uses them); K >= 2 is "
@@ -248,24 +458,24 @@ def main() -> int:
             f"{popts.level}, suite shift {popts.mode}, between-night variance at least the nights' own: "
             f"{popts.within_floor}, floor {popts.floor_pct:g}%{' + floor_us / base' if popts.absolute_floor else ''}; "
             "compare's alpha 0.05). A case counts as found when it is `regressed`.", ""]
-    if args.only == "changepoints":
+    if not do_pooled:
         text = text[:4]
-    for suite in (("decode", "prefill") if args.only != "changepoints" else ()):
+    for suite in (("decode", "prefill") if do_pooled else ()):
         tally = Tally()
         pooled_runs(quiet_nights(suite), suite, (1, 2, 3, 4), tally, popts, args.quick)
         text += [f"### {suite}", "", *power_table(tally, (1, 2, 3, 4)), ""]
-    if args.only != "changepoints":
+    if do_pooled:
         text += ["### Older measurement (2026-11-29, ungated, NVML clocks)", "",
                  "decode: three nights (the 2026-11-29 baseline and two A/A nights), leave-one-out, K = 1 and 2; "
                  "prefill: two nights, K = 1 only.", ""]
-    for suite, ks in ((("decode", (1, 2)), ("prefill", (1,))) if args.only != "changepoints" else ()):
+    for suite, ks in ((("decode", (1, 2)), ("prefill", (1,))) if do_pooled else ()):
         tally = Tally()
         pooled_runs([read_results(p) for p in OLD[suite]], suite, ks, tally, popts, args.quick)
         text += [f"#### {suite}", "", *power_table(tally, ks), ""]
 
     copts = ChangeOptions(alpha=args.cp_alpha)
-    cp = changepoint_runs(args.series, args.nights, 10, copts) if args.only != "pooled" else {}
-    text += [] if args.only == "pooled" else ["## 2. Change points on resampled real nights", "",
+    cp = changepoint_runs(args.series, args.nights, 10, copts) if do_cp else {}
+    text += [] if not do_cp else ["## 2. Change points on resampled real nights", "",
              f"Per case of decode and prefill, {args.series} series of {args.nights} nights with a +3% step at "
              f"a random night (3 to {args.nights - 3}) and {args.series} without; `perfci history check` "
              f"defaults (alpha {copts.alpha:g} per series, {copts.permutations} permutations, segments of "
@@ -279,6 +489,8 @@ def main() -> int:
              "### By the noise of each case's nightly level (its sd over the flat series)", "",
              "`perfci history check`:", "", *changepoint_table(cp, "check", NOISE, False), "",
              "Told there is one step:", "", *changepoint_table(cp, "told", NOISE, False), ""]
+    if do_stored:
+        text += stored_night_report(args.subsets)
     text += [f"Run time: {time.time() - started:.0f} s.", ""]
     if args.out:
         Path(args.out).write_text("\n".join(text))

@@ -41,9 +41,10 @@ How a case is judged (log time)
    night-to-night spread of the center and of tonight, plus whatever tonight's
    repeats scattered beyond a usual night's. t distribution, two-sided p;
    Benjamini-Hochberg across the suite. ``shift_0``, tonight's suite-wide shift
-   at the case, is fitted as in 2 but on the *other* kernels' cases only
-   (:func:`perfci.compare.shift.tonight_offsets`), so a change to one kernel's code is not taken as
-   the suite's. Compare's common mode of tonight is reported on its own line.
+   at the case, is fitted as in 2 but on the *other* kernels' cases, with a
+   biweight (:func:`perfci.compare.shift.tonight_offsets`), so a change to one
+   kernel's code is not taken as the suite's. Compare's common mode of tonight
+   is reported on its own line.
 5. **Verdicts** (:func:`perfci.verdict.decide`). ``regressed``: q <= alpha and
    the whole interval above +floor, the floor being ``--min-effect``, or 1% plus
    the profile's ``floor_us`` as a share of the case's time (a short kernel's
@@ -51,9 +52,10 @@ How a case is judged (log time)
    interval inside +-margin (:func:`unchanged_margin`): within +-1%, or holding 0
    and reaching no further than 4% (4 x the floor, and the profile's one-run
    floor); ``inconclusive`` otherwise, which the nightly confirms. A scattered
-   tonight is never ``regressed``. Leave-one-out on the H200's nights
-   (``benchmarks/history_validation.py``, docs/history.md): a +3% change to a
-   kernel is no longer ``unchanged`` in 76-90% but in 3-7% of its cases.
+   tonight is never ``regressed``. Leave-one-out over the H200's stored nights
+   (``benchmarks/history_validation.py --only stored-nights``, docs/history.md):
+   a +3% change to a kernel's cases was ``unchanged`` in 61-81% of them, now in
+   3-6%, for 15-43% of cases ``inconclusive`` on unchanged nights (was 0.4-10%).
 
 Everything is in time: device clocks of different processes are not compared
 (on the H200, four nights' device clocks carried a per-process factor of up to

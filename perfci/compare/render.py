@@ -21,8 +21,8 @@ MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", V
 # ratio is the estimate [ci_low, ci_high] is the interval of; raw_ratio the medians' cur/base, labelled raw.
 CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "ci_low", "ci_high", "raw_ratio",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",
-              "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason", "spread_base_pct", "spread_cur_pct", "disturbed",
-              "clock_space")
+              "clock_exponent", "clock_normalized", "weight", "base_status", "cur_status", "reason",
+              "spread_base_pct", "spread_cur_pct", "disturbed", "clock_space")
 # What the JSON shows of the suite shift (perfci.verdict.SuiteShift), in this order.
 SUITE_FIELDS = ("memory_pct", "compute_pct", "overall_pct", "method", "clock_normalized", "verdict", "floor_pct",
                 "time_pct")
