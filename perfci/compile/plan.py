@@ -14,12 +14,15 @@ device would run. tests/compile checks this against the JIT's own rules.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from perfci_kernels import _configs
 from perfci.compile.arches import Arch
 from perfci.model import DTYPE_BYTES, CaseSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from perfci_kernels import _configs
 
 # Backends with no Triton kernel: reported, not compiled.
 VENDOR_KERNELS = {"torch_matmul": "vendor library (cuBLAS / hipBLASLt through torch)"}
@@ -97,6 +100,16 @@ def _override(spec: CaseSpec, config: Mapping[str, int] | None = None) -> dict[s
     return out or None
 
 
+def _kernel_configs():
+    """perfci's kernels' config tables, imported when a case is planned: perfci run imports
+    this module for its launch records, and must not need perfci's kernels installed to
+    measure a team's own (a checkout on PYTHONPATH has them as ``kernels``)."""
+    try:
+        return importlib.import_module("perfci_kernels._configs")
+    except ModuleNotFoundError:
+        return importlib.import_module("kernels._configs")
+
+
 def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = None) -> tuple[Launch, ...]:
     """The launches of ``spec`` on ``arch``; () for a vendor kernel; ValueError as the launcher raises it.
 
@@ -106,6 +119,7 @@ def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = Non
     """
     if spec.kernel in VENDOR_KERNELS:
         return ()
+    _configs = _kernel_configs()
     kind = arch.kind
     m, n, k = spec.m, spec.n, spec.k
     ein, eout = element_types(spec.dtype, arch)
@@ -148,6 +162,7 @@ def plan_case(spec: CaseSpec, arch: Arch, config: Mapping[str, int] | None = Non
 
 def _plan_splitk(spec: CaseSpec, arch: Arch, a: Ptr, b: Ptr, c: Ptr, override) -> tuple[Launch, ...]:
     """kernels/splitk_decode.py's _plan and launcher: the partial-product kernel, then the reduction."""
+    _configs = _kernel_configs()
     kind, m, n, k = arch.kind, spec.m, spec.n, spec.k
     cfg = _configs.resolve(_configs.splitk_config(kind, spec.dtype, m, n, k, arch.units), override, kind)
     k_tiles = _cdiv(k, cfg.BLOCK_K)
