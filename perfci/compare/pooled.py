@@ -414,6 +414,9 @@ def _notes(baseline: Baseline, tested: Sequence[_Tested], cm: stats.CommonMode, 
             line += " -- the suite moved as a whole tonight: clocks, driver or a shared change?"
         how = ("from tonight's shift fitted per case (a + b/us, robust: short kernels move by a fixed time)"
                if popts.mode == "affine" else "from it")
+        if popts.mode == "affine" and popts.exclude_own_kernel:
+            how = ("from tonight's shift at each case, fitted on the other kernels' cases (a + b/us, biweight: "
+                   "short kernels move by a fixed time, and a kernel's own change is not the suite's)")
         notes.append(f"{line}; cases are judged on their residual {how}")
     absolute = popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us
     notes.append(f"regressed/improved: q <= {opts.alpha:g} and the interval beyond ±{100 * math.expm1(floor):.1f}%"
