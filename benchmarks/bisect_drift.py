@@ -252,6 +252,89 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _interval_rule(ts: list[tuple[float, float]], rule) -> str | None:
+    """The rule the ratio test replaced: the sequential interval of the mean t leaving 0."""
+    from perfci.bisect import rules
+
+    lk = rules.look([t for t, _ in ts], rule)
+    if lk is None:
+        return None
+    return "good" if lk.high < 0 else "bad" if lk.low > 0 else None
+
+
+def probe_rules(path: Path, trials: int, seed: int) -> str:
+    """Rounds and wrong calls a probe needs under each rule, on real rounds resampled and on the simulated machine.
+
+    ``path`` holds rounds of ``lo m m hi`` with m at lo's level and hi 8% more
+    work, measured on this machine (``[[role, ms], ...]`` per round). Their
+    deviations from the mean t are resampled with replacement around -s (m like
+    lo) and 0 (m in the middle). The simulated machine is tests/bisect/simulate.py's.
+    """
+    import math
+
+    from perfci.bisect import rules
+    from tests.bisect import simulate
+
+    raw = json.loads(path.read_text())
+    real = [rules.probe_contrast(tuple(map(tuple, r)))[0] for r in raw]
+    mean = sum(real) / len(real)
+    deviations = [t - mean for t in real]
+    s_true = -mean
+    rule = rules.SequentialRule()
+    floor = math.log(1.02)
+    lines = [f"probe rules on {path.name}: {len(real)} rounds, mean t {mean:+.4f} (step {s_true:.4f}), "
+             f"sd {(sum(d * d for d in deviations) / (len(real) - 1)) ** 0.5:.3f}",
+             "| rounds from | m at | rule | trials | wrong | undecided at 400 rounds | mean rounds |",
+             "|---|---|---|---:|---:|---:|---:|"]
+
+    def run(draw, decide, cap=400):
+        ts: list[tuple[float, float]] = []
+        while len(ts) < cap:
+            ts.append(draw(len(ts)))
+            verdict = decide(ts)
+            if verdict is not None:
+                return verdict, len(ts)
+        return None, len(ts)
+
+    rng = random.Random(seed)
+    for source in ("real, resampled", "simulated machine"):
+        for where, offset in (("lo", -1.0), ("middle", 0.0)):
+            decisions = {
+                "interval of mean t leaves 0": lambda ts: _interval_rule(ts, rule),
+                "ratio test, s = 3/4 true": lambda ts: _ratio(ts, rule, 0.75 * s_true, floor),
+                "ratio test, s = true": lambda ts: _ratio(ts, rule, s_true, floor),
+            }
+            for name, decide in decisions.items():
+                wrong = undecided = total = 0
+                n = trials if "ratio" in name else max(1, trials // 3)
+                for k in range(n):
+                    if source.startswith("real"):
+                        def draw(i, o=offset):
+                            return (o * s_true + rng.choice(deviations), s_true)
+                    else:
+                        machine = simulate.Machine(random.Random(f"{seed}:{k}"))
+                        levels = {"lo": 30.0, "m": 30.0 * math.exp(s_true * (offset + 1) / 2), "hi": 30.0 *
+                                  math.exp(s_true)}
+
+                        def draw(i, m=machine, lv=levels):
+                            rnd = tuple((r, m.value(lv[r])) for r in rules.probe_order(i))
+                            return rules.probe_contrast(rnd)
+                    verdict, count = run(draw, decide)
+                    total += count
+                    undecided += verdict is None
+                    wrong += where == "lo" and verdict == "bad"
+                shown = "n/a (either is right)" if where == "middle" else str(wrong)
+                lines.append(f"| {source} | {where} | {name} | {n} | {shown} | {undecided} | {total / n:.0f} |")
+    return "\n".join(lines)
+
+
+def _ratio(ts, rule, step, floor):
+    from perfci.bisect import rules
+
+    d = rules.decide_probe(ts, rule, step, floor)
+    return {"good": "good", "bad": "bad"}.get(d.status.value)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -265,7 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds before a perfci trial is killed")
     p.add_argument("--out", type=Path, help="append one JSON line per trial here (and resume from it)")
     p.add_argument("--table", type=Path, metavar="FILE", help="print the table of a results file and exit")
+    p.add_argument("--probe-rules", type=Path, metavar="ROUNDS",
+                   help="compare the probe's ratio test with the interval rule on recorded rounds (e.g. "
+                        "benchmarks/results/bisect-drift/probe-rounds-loaded.json) and the simulated machine, "
+                        "--trials of each (1-3 minutes at 300), and exit")
     args = p.parse_args(argv)
+    if args.probe_rules:
+        print(probe_rules(args.probe_rules, args.trials, args.seed))
+        return 0
     if args.table:
         rows = [json.loads(line) for line in args.table.read_text().splitlines() if line.strip()]
         print(table(rows))

@@ -177,7 +177,11 @@ def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectRes
 
     result = to_result(cfg, out, good, bad, commits, measurer, describe)
     if out.state is not None:
-        log = _replay_marks(repo, worktrees, good, bad, cfg.first_parent, result.steps, result)
+        try:
+            log = _replay_marks(repo, worktrees, good, bad, cfg.first_parent, result.steps, result)
+        except PerfciError as err:  # git's log is a record: without it the answer still stands
+            progress.note(f"warning: git bisect log not written: {err.message}")
+            return replace(result, notes=(*result.notes, f"git bisect log not written: {err.message}"))
         result = replace(result, bisect_log=log)
     return result
 
