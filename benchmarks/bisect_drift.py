@@ -328,6 +328,39 @@ def probe_rules(path: Path, trials: int, seed: int) -> str:
     return "\n".join(lines)
 
 
+SIM_MACHINES = {
+    "drifting (states x0.85/x1/x1.2 ~2 s, 1.5% scatter, 3% of runs +30-100%)": {},
+    "loaded (states x0.8/x1/x1.25 ~1 s, 5% scatter, 10% of runs +30-100%)":
+        {"noise": 0.05, "outlier_rate": 0.1, "states": (0.8, 1.0, 1.25), "dwell_s": 1.0},
+}
+
+
+def simulated(trials: int, steps: list[float], seed: int) -> str:
+    """Whole bisects in-process on tests/bisect/simulate.py's machines: the same table, in seconds of CPU."""
+    from tests.bisect import simulate
+
+    lines = ["| machine | step | jobs | trials | right, exit 0 | wrong, exit 0 | exit 3, range holds culprit | "
+             "exit 3, range misses | bench runs / trial | simulated s / trial |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, machine in SIM_MACHINES.items():
+        for step_pct in steps:
+            for jobs in (1, 2):
+                counts = {"right": 0, "wrong": 0, "holds": 0, "misses": 0}
+                runs = secs = 0.0
+                for t in range(trials):
+                    rng = random.Random(f"{seed}:{step_pct}:{t}")
+                    culprit = rng.randrange(2, N_COMMITS + 1)
+                    trial = simulate.bisect(N_COMMITS, culprit, step_pct / 100.0, rng, machine=machine, jobs=jobs)
+                    key = "right" if trial.right else "wrong" if trial.wrong else \
+                        "holds" if trial.range_holds_culprit else "misses"
+                    counts[key] += 1
+                    runs += trial.bench_runs
+                    secs += trial.seconds
+                lines.append(f"| {name} | {step_pct:g}% | {jobs} | {trials} | {counts['right']} | {counts['wrong']} | "
+                             f"{counts['holds']} | {counts['misses']} | {runs / trials:.0f} | {secs / trials:.0f} |")
+    return "\n".join(lines)
+
+
 def _ratio(ts, rule, step, floor):
     from perfci.bisect import rules
 
@@ -352,7 +385,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="compare the probe's ratio test with the interval rule on recorded rounds (e.g. "
                         "benchmarks/results/bisect-drift/probe-rounds-loaded.json) and the simulated machine, "
                         "--trials of each (1-3 minutes at 300), and exit")
+    p.add_argument("--sim", action="store_true",
+                   help="whole bisects in-process on the simulated machines instead, --trials per cell "
+                        "(~10 minutes at 200), and exit")
     args = p.parse_args(argv)
+    if args.sim:
+        print(simulated(args.trials, args.step, args.seed))
+        return 0
     if args.probe_rules:
         print(probe_rules(args.probe_rules, args.trials, args.seed))
         return 0

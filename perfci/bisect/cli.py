@@ -30,20 +30,23 @@ branch and HEAD are never touched; uncommitted changes stay where they are
 (the bench measures committed code).
 
   1. GOOD against BAD in rounds GOOD BAD BAD GOOD (then BAD GOOD GOOD BAD),
-     until the interval of the per-round log ratio is past --min-effect (or
-     below it: exit 3), or --budget runs out.
+     until the interval of the per-round log ratio excludes 0 with its
+     estimate past --min-effect (or lies below it: exit 3), or --budget runs
+     out.
   2. A probe m inside the bracket (lo, hi) runs in rounds lo m m hi (then
-     hi m m lo); it is good once the interval of 2 log m - log lo - log hi
-     lies below 0, bad once above, unsure when --budget runs out first.
+     hi m m lo) until a sequential likelihood ratio between "m like lo"
+     (good) and "m like hi" (bad) passes 1000:1; unsure when --budget runs
+     out first, and the search stops there.
   3. Once lo and hi are adjacent, lo against hi in paired rounds: the culprit
      is named (exit 0) only when its own step's 99% interval lies wholly past
      --min-effect. Anything less is exit 3, with the candidate range, the best
      guess, the step measured and what would decide it.
 
-Decisions look at their rounds at a few pre-set counts, each at a share of
-alpha = 0.01, so stopping early or at the budget keeps every decision's error
-within 1%. A commit whose build or bench fails is skipped. Ctrl-C, SIGTERM
-and errors remove the worktrees; after a hard kill run `perfci bisect --abort`.
+The intervals of 1 and 3 are looked at after a few pre-set round counts, each
+look at a share of alpha = 0.01, so stopping early or at the budget keeps each
+decision's error within 1%. A commit whose build or bench fails is skipped.
+Ctrl-C, SIGTERM and errors remove the worktrees; after a hard kill run
+`perfci bisect --abort`. docs/bisect.md has the why and the figures.
 
 Every round is cached in .git/perfci-bisect/cache.json by decision (commits,
 bench command, build command, metric), so a rerun or --resume replays the

@@ -20,14 +20,16 @@ round ran in cancels:
 
 Logs are *badness* logs (``-log`` for a higher-is-better metric), so + is worse.
 
-Each decision is sequential: it looks at its rounds at a few pre-set round
-counts (``min_rounds``, then about 25% more each time) and stops once the
-interval of the mean contrast answers. Look ``k`` gets ``alpha / (k (k + 1))``
-of the error, which sums to ``alpha`` over any number of looks, so a decision
-may stop at any look, or at the end of its time budget, and its chance of
-having looked wrong once stays within ``alpha``. The interval is the 20%
-trimmed mean's (:func:`perfci.stats.trimmed_mean_interval`): rounds that
-straddle a change of state, or carry one run far off, are cut from it.
+Each decision is sequential. A pair (GOOD/BAD, the culprit check) looks at its
+rounds at a few pre-set round counts (``min_rounds``, then about 25% more each
+time) and stops once the interval of the mean contrast answers. Look ``k``
+gets ``alpha / (k (k + 1))`` of the error, which sums to ``alpha`` over any
+number of looks, so a decision may stop at any look, or at the end of its time
+budget, and its chance of having looked wrong once stays within ``alpha``. The
+interval is the 20% trimmed mean's (:func:`perfci.stats.trimmed_mean_interval`):
+rounds that straddle a change of state, or carry one run far off, are cut from
+it. A probe asks only which end of its bracket m is at, with a sequential
+probability ratio test that may look after every round (:func:`decide_probe`).
 """
 from __future__ import annotations
 
@@ -312,9 +314,10 @@ def probe_evidence(ts: Sequence[float], step: float) -> float:
     each t is first winsorized to the median +- 3 robust sd (1.4826 MAD): a round
     that straddles a change of the machine's state, or carries one run 50% off,
     would otherwise swell both sums and hold the ratio near 1 for dozens of
-    rounds. On a simulated machine with such rounds (tests/bisect/simulate.py)
-    this took an 8% probe from 19 rounds to 7 and a 3% one from 125 to 17, at
-    no measurable cost in wrong calls (0 in 600 each).
+    rounds. On the simulated machine of tests/bisect/simulate.py, when this was
+    chosen (500:1 bounds, 600 probes each), it took an 8% probe from 19 rounds
+    to 7 and a 3% one from 125 to 17, with no wrong call either way; 2 robust
+    sd instead of 3 was faster still but wrong 3-5 times in 1,000 under load.
     """
     n = len(ts)
     if n >= 5:
@@ -357,12 +360,13 @@ def decide_probe(contrasts: Sequence[tuple[float, float]], rule: SequentialRule,
     hi's (+step). It stops once the likelihood ratio passes ``1 / probe_alpha``
     either way (after ``rule.min_rounds``), and the chance of the wrong answer
     stays about ``probe_alpha`` whenever it stops. Asking only "which end?", not
-    "is it different from the middle?", is what makes it cheap: on this
-    project's 2-core machine under load (a run's time scattered by +-12%), an 8%
-    step took ~40 rounds a probe this way and ~230 for an interval of the mean
-    t to leave 0 at the same error (docs/bisect.md). A commit in the middle (a
-    partial step) gets one answer or the other; the culprit check at the end
-    holds the named step to its own interval.
+    "is it different from the middle?", is what makes it cheap: on real probe
+    rounds from this project's 2-core machine under load (a run's time scattered
+    by +-12%), an 8% step took 57 rounds a probe this way and 172 for the
+    sequential interval of the mean t to leave 0, at about the same error
+    (``benchmarks/bisect_drift.py --probe-rules``, docs/bisect.md). A commit in
+    the middle (a partial step) gets one answer or the other; the culprit check
+    at the end holds the named step to its own interval.
     """
     ts = [t for t, _ in contrasts]
     position = _position(contrasts)
