@@ -90,11 +90,6 @@ class CaseComparison:
     def key(self) -> tuple[str, str, str]:
         return (self.kernel, self.shape, self.dtype)
 
-    @property
-    def adj_ratio(self) -> float | None:
-        """The judged estimate, ``ratio``, by the name the nightly's code reads it under; no JSON or CSV has it."""
-        return self.ratio
-
     def severity_key(self) -> tuple:
         """Sort key for "worst first": verdict, then the largest judged slowdown, then the name."""
         return worst_first(self.verdict, self.ratio or self.raw_ratio, self.key)

@@ -250,7 +250,7 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
             case = next((c for c in result.cases if c.key == (twin["kernel"], twin["shape"], twin["dtype"])),
                         None)
             out[name] = ("", None, None, None) if case is None else (
-                case.verdict, case.adj_ratio if case.adj_ratio is not None else case.ratio, case.ci_low,
+                case.verdict, case.ratio, case.ci_low,
                 case.ci_high)
     used = f"pooled, last {min(n.cfg.nights, len(nights))} of {len(nights)} nights" if len(nights) >= 2 \
         else "one night"

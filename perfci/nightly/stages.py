@@ -139,7 +139,7 @@ def _column(path: str, column: str) -> str:
 def _judged(c) -> core.Judged:
     ex = c.explain
     return core.Judged(c.kernel, c.shape, c.dtype, c.verdict, c.reason, c.base_us, c.cur_us,
-                       c.adj_ratio if c.adj_ratio is not None else c.ratio, c.ci_low, c.ci_high,
+                       c.ratio, c.ci_low, c.ci_high,
                        ex.reading if ex is not None else "", tuple(ex.sides) if ex is not None else ())
 
 
@@ -152,7 +152,7 @@ def _write_compare(n: Night, result) -> None:
         n.files.append("compare.json")
     except Exception as err:  # noqa: BLE001 - the verdicts are in verdict.json whatever this meets
         n.warnings.append(f"compare.json not written: {_why(err)}")
-    if any(c.verdict != "unchanged" and c.adj_ratio is not None for c in result.cases):
+    if any(c.verdict != "unchanged" and c.ratio is not None for c in result.cases):
         try:
             plot(result, str(n.cfg.out / "forest.png"))
             n.files.append("forest.png")
