@@ -100,6 +100,7 @@ def test_each_revision_is_measured_with_its_own_kernels(repo):
     (["HEAD~1", "--suite", "suites/tiny.toml", "--", "./bench.sh"], "drop the bench command"),
     (["HEAD~1", "--suite", "nope.toml"], "does not exist"),
     (["HEAD~1", "--suite", "suites/tiny.toml", "--filter", "kernel=nothing"], "matches"),
+    (["HEAD~1", "--suite", "suites/tiny.toml", "--reference", "kernel=cublas"], "matches none of the 2"),
     (["HEAD~1", "--filter", "M<=16", "--", "./bench.sh"], "select a --suite's cases"),
     (["HEAD~1"], "name a suite"),
 ])
