@@ -12,11 +12,13 @@
 #
 #   PCT            the plant, percent (default 3)       NIGHTS         (default 3)
 #   CANARY_BUDGET  seconds of canary rounds (default 60) NIGHT_TIMEOUT  per night (default 170)
-#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 20 --max-rounds 4")
+#   CONFIRM_ARGS   the nightly's --confirm-args (default "--budget 40": confirm's rounds of flagged
+#                  cases; the canary's rounds take their looks and minimum effect from them)
 #   DEVICE         auto (default) or cpu                 BUDGET_S       (default 390: one command)
-# A night without a flag should cost ~1.5 minutes on an H200 (the suite ~30 s, the canary's rounds
-# <= CANARY_BUDGET), one whose compare flags a case ~2 (confirm's worktrees and warm workers). A
-# night starts while MIN_NIGHT seconds (default 100) are left, and gets at most what is left.
+# A night without a flag cost ~50 s on an H200 (benchmarks/results/h200-2026-12-01-library-canary:
+# the suite ~10 s, the canary's 5 rounds 33 s), one whose compare flags a case up to ~2 minutes
+# (confirm's worktrees, warm workers and budget). A night starts while MIN_NIGHT seconds (default
+# 100) are left, and gets at most what is left.
 #
 # Usage, from the repository root:  bash benchmarks/gpu/canary_nights.sh
 # Outputs in $OUT/r: nN/ (a night's files: verdict.json, summary.md, canary.csv, ...), nN.out/.err,
@@ -33,7 +35,7 @@ if [[ $DEVICE == cpu ]]; then
   CONFIRM_ARGS=${CONFIRM_ARGS:-"--min-rounds 3 --max-rounds 3 --budget 60 --min-effect 25"}
 else
   export TRITON_INTERPRET=0
-  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 20 --max-rounds 4"}
+  CONFIRM_ARGS=${CONFIRM_ARGS:-"--budget 40"}
 fi
 HERE=$PWD
 DEMO=/tmp/canary-nights; STORE="$R/store"

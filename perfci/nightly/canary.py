@@ -111,8 +111,8 @@ def canary(n: Night) -> tuple[str, str]:
 
 
 def _rule(n: Night):
-    """confirm's stopping rule, with the night's --confirm-args, and the canary's budget (the smaller)."""
-    from perfci.confirm import DEFAULT_BUDGET_S
+    """confirm's stopping rule (its looks, --min-rounds, --max-rounds, --min-effect, --alpha from the night's
+    --confirm-args), and the canary's own budget: confirm's --budget is the flagged cases' time, not its."""
     from perfci.confirm.stopping import StoppingRule
 
     p = argparse.ArgumentParser(add_help=False, exit_on_error=False)
@@ -120,14 +120,13 @@ def _rule(n: Night):
     p.add_argument("--max-rounds", type=int)
     p.add_argument("--min-effect", type=float, default=1.0)
     p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S)
     try:
         known, _ = p.parse_known_args(list(n.cfg.confirm_args))
         rule = StoppingRule(known.min_rounds, known.max_rounds, alpha=known.alpha,
                             min_effect_pct=known.min_effect)
     except (argparse.ArgumentError, ValueError):  # confirm says what is wrong with them, if it runs
-        known, rule = p.parse_args([]), StoppingRule()
-    return rule, min(known.budget, n.cfg.canary_budget_s)
+        rule = StoppingRule()
+    return rule, n.cfg.canary_budget_s
 
 
 # --------------------------------------------------------------------------- measuring

@@ -125,8 +125,8 @@ def add_parser(subparsers) -> None:
                         "canary unless given, e.g. --canary 100)")
     c.add_argument("--no-canary", action="store_true", help="measure no canary tonight")
     p.add_argument("--canary-budget", type=_seconds, default=60.0, metavar="S",
-                   help="the canary's interleaved rounds stop after S seconds at most (default 60; the "
-                        "confirm --budget in --confirm-args, if smaller, instead)")
+                   help="the canary's interleaved rounds stop after S seconds at most (default 60); their "
+                        "looks and minimum effect are confirm's, with --confirm-args")
     # fault: called with each stage's name as it starts (the tests' seam, no option)
     p.set_defaults(handler=main, fault=None)
 

@@ -36,7 +36,7 @@ class NightConfig:
     device_label: str | None = None  # this device's folder under [tool.perfci] baselines / history; None: the arch
     canary: float | None = None  # --canary PCT; None: 3 on a GPU night, none on a CPU night (perfci.nightly.canary)
     canary_off: bool = False  # --no-canary
-    canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds, at most (and confirm's budget)
+    canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds stop after this many seconds
 
 
 @dataclass
