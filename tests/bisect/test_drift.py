@@ -49,7 +49,7 @@ def test_unpaired_samples_fail_on_the_drifting_machine_where_paired_rounds_hold(
         for step in (0.08, 0.0):
             tally["unpaired", step][_unpaired(simulate.Machine(random.Random(t)), 30.0, 30.0 * (1 + step))] += 1
             tally["paired", step][_paired(simulate.Machine(random.Random(t)), 30.0, 30.0 * (1 + step))] += 1
-    # Unpaired: a real 8% step missed or reversed in a fifth of the trials, a false one in one in twenty.
+    # Unpaired: a real 8% step missed or reversed in a fifth of the trials (45 of 200), a false one in one in ten.
     assert tally["unpaired", 0.08]["slower"] <= 175, tally
     assert tally["unpaired", 0.0]["slower"] + tally["unpaired", 0.0]["faster"] >= 8, tally
     # Paired, on the same machines: every step seen, no false one.
