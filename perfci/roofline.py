@@ -27,7 +27,7 @@ class Ceiling:
 
 CEILINGS: dict[str, Ceiling] = {
     # H200 (sm_90): bf16 788 TFLOP/s (torch 8192^3 on random data) and 4.3 TB/s
-    # (device-to-device copy) were measured on this project's lent H200;
+    # (device-to-device copy) were measured on an H200 this project borrowed;
     # fp16 equals bf16 on Hopper; fp8 and tf32 are datasheet (2x and 0.5x bf16).
     "sm_90": Ceiling(tflops={"bf16": 788.0, "fp16": 788.0, "fp8": 1979.0, "fp32": 494.7},
                      tbps=4.3, source="bf16/fp16 and bandwidth measured on an H200; fp8/tf32 datasheet"),

@@ -86,7 +86,7 @@ GOOD_HEADER = "kernel,shape,dtype,median_us,repeats_us,status\n"
     ("kernel,shape,dtype,median_us,repeats_us,status,M\nk,1x2x3,bf16,3,3,ok,two\n",
      "line 2, column 'M': 'two' is not an integer"),
     ("op,shape,dtype,tbps,tflops,status\nop,1x2x3,bf16,-,-,ok\n", "line 2, column 'tflops': an ok row needs"),
-    # what the bad-input probe of issue 11 found: a traceback or a silent misreading before
+    # what the bad-input probe found: a traceback or a silent misreading before
     (GOOD_HEADER + "k,1x2x3,bf16,1e-320,1e-320,ok\n", "line 2, column 'median_us': 1e-320 is outside 0.001..1e+12 us"),
     (GOOD_HEADER + "k,1x2x3,bf16,3,3;1e13,ok\n", "line 2, column 'repeats_us': 1e13 is outside"),
     ("kernel,shape,dtype,median_us,repeats_us,status,median_us\nk,1x2x3,bf16,3,3,ok,4\n",

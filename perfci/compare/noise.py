@@ -97,7 +97,7 @@ BUILTIN_PROFILES: dict[str, NoiseProfile] = {
                            band_floor_pct=3.5, unclocked_band_floor_pct=4.3,
                            clock_swing_pct=6.0, suite_floor_pct=3.4,
                            source="lead from simulated A/A runs (±6% run clock swing); re-derive with perfci calibrate"),
-    # sm_90 (H200): `perfci calibrate` over three A/A nights on the lent H200
+    # sm_90 (H200): `perfci calibrate` over three A/A nights on an H200
     # (2026-11-29: the committed baselines, then the same code twice more;
     # benchmarks/results/h200-2026-11-29b/aa-nights): 315 case pairs, 12 of them from
     # a disturbed run left out. Cases of 100 us and more: q99 |residual| 4.3% in

@@ -89,7 +89,7 @@ def test_median_alone_is_one_value_so_compare_is_threshold_only(tmp_path):
     (_bench(stats={"median": True}), "benchmarks[0].stats.median: True is not a number"),
     ('{"benchmarks": [{"name": "a", "stats": {"median": Infinity}}]}',
      "'Infinity' is not a finite number (JSON has no NaN or Infinity)"),
-    # issue 11's probe: these tracebacked, or were read as something else
+    # the bad-input probe: these tracebacked, or were read as something else
     ('{"benchmarks": [{"name": "a", "stats": {"median": 1' + "0" * 400 + '}}]}',
      "benchmarks[0].stats.median: 1" + "0" * 29 + "... (401 characters) "
      "must be a finite time greater than zero"),

@@ -246,7 +246,7 @@ def test_a_scattered_run_is_inconclusive_but_a_clean_shift_is_regressed():
 
 
 def test_h200_aa_decode_runs_are_quiet_only_with_the_guard():
-    # Two real runs of the same code on the lent H200 (84 decode cases): a few
+    # Two real runs of the same code on an H200 (84 decode cases): a few
     # ~10 us split-K cases scattered in the second run and moved by up to +53%.
     base = read_results(str(DATA / "h200_aa_decode_base.csv"))
     cur = read_results(str(DATA / "h200_aa_decode_cur.csv"))
