@@ -113,7 +113,7 @@ def judge(full: dict, rule: str, budget_rounds: int, reference: list | None = No
             seen = old.look({k: v[:n] for k, v in full.items()}, r)
             if seen.stop:
                 return seen.confirmation, n
-    r = StoppingRule()
+    r = StoppingRule().planned(StoppingRule().min_rounds, budget_rounds - StoppingRule().min_rounds)  # as the session
     for n in range(1, budget_rounds + 1):
         seen = look({k: v[:n] for k, v in full.items()}, r, rounds_left=budget_rounds - n, force=n == budget_rounds,
                     reference=reference)

@@ -148,12 +148,15 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
 
     rule = StoppingRule(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha, min_effect_pct=cfg.min_effect_pct)
     specs = {c.key: c for c in cfg.suite.cases} if cfg.suite is not None else None
+    plan: list[StoppingRule] = []  # the looks the budget allows, fixed at the first look
 
     def decide(rounds: Rounds, force: bool, rounds_left: int | None) -> tuple[object | None, bool, str]:
         cases = rounds.cases()
+        if not plan and (force or rounds.completed >= rule.min_rounds):
+            plan.append(rule if rounds_left is None else rule.planned(rounds.completed, rounds_left))
         reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
-        seen = look(cases, rule, higher_is_better=cfg.higher_is_better, force=force, rounds_left=rounds_left,
-                    reference=reference)
+        seen = look(cases, plan[0] if plan else rule, higher_is_better=cfg.higher_is_better, force=force,
+                    rounds_left=rounds_left, reference=reference)
         return seen.confirmation, seen.stop, seen.reason
 
     return decide

@@ -73,3 +73,17 @@ def test_the_session_s_decider_takes_the_run_drift_from_the_reference_only():
     wide = alone.case(KEYS[0])
     narrow = judged.case(KEYS[0])
     assert narrow.ci_high / narrow.ci_low < wide.ci_high / wide.ci_low
+
+
+def test_the_decider_plans_its_looks_at_the_first_one_from_the_budget_left():
+    # 100 more rounds affordable at round 8: the looks end at 108 and every later call keeps that plan.
+    rng = np.random.default_rng(42)
+    rounds = _rounds(rng, {}, run_sd=0.0, n=8)
+    bench = BenchSpec(("true",), None, MetricSpec(), None)
+    decide = decider(ConfirmConfig(Path("."), "a", "b", bench, results_path="r.csv", min_rounds=8))
+    first, _, why = decide(rounds, False, 100)
+    assert first.alpha == pytest.approx(0.05 / sum(1 / k for k in range(1, 9)))  # 8 looks: 8, 12, .. 93, 108
+    more = _rounds(rng, {}, run_sd=0.0, n=4)
+    rounds.runs.extend(more.runs)  # round 12, with (say) 10,000 rounds now affordable: the plan holds
+    second, _, _ = decide(rounds, False, 10_000)
+    assert second.alpha == pytest.approx(first.alpha / 2)

@@ -41,10 +41,17 @@ def test_open_looks_grow_and_their_shares_of_alpha_sum_to_at_most_one():
     assert rule.index(6) == rule.index(8) == 2 and rule.next_look(6) == 8 and not rule.is_look(6)
 
 
-def test_a_cap_ends_the_schedule_and_its_looks_spend_all_of_alpha():
+def test_an_end_fixes_the_looks_and_spreads_all_of_alpha_over_them_by_one_over_k():
     capped = StoppingRule(min_rounds=5, max_rounds=20)
     assert capped.schedule(100) == (5, 8, 12, 18, 20) and capped.n_looks == 5
-    assert sum(capped.share(k) for k in range(1, 6)) == pytest.approx(1.0)
+    shares = [capped.share(k) for k in range(1, 6)]
+    assert sum(shares) == pytest.approx(1.0) and shares == pytest.approx([1 / k / (137 / 60) for k in range(1, 6)])
+    # The budget's end, planned at the first look from the cost so far: a 0.1 s bench affords ~850 rounds.
+    planned = StoppingRule().planned(5, 845)
+    assert planned.max_rounds == 850 and planned.n_looks == 14 and planned.schedule(10**6)[-2:] == (710, 850)
+    assert 1 / planned.share(13) == pytest.approx(42, abs=0.5)  # 1/(k(k+1)) would give it 1/182
+    assert StoppingRule(max_rounds=30).planned(5, 845).max_rounds == 30  # a cap stays when earlier
+    assert StoppingRule().planned(1, 2).max_rounds == 5  # never before the first look
     one = StoppingRule(min_rounds=3, max_rounds=3)  # what the nightly's tests pass
     assert one.schedule(10) == (3,) and one.look_alpha(3) == pytest.approx(0.05)
     fixed = StoppingRule.spaced(5, 20, 4)  # the rule before time budgets
@@ -78,7 +85,7 @@ def test_the_session_decides_only_at_its_looks_and_stops_on_an_answer():
     assert forced.stop and forced.at_look and forced.confirmation.rounds == 7 and "budget spent" in forced.reason
     assert forced.confirmation.alpha == pytest.approx(0.05 / 6)  # look 2's share
     capped = look(noisy_session(rng, 1, 20, {}, meas=0.03), StoppingRule(max_rounds=20))
-    assert capped.stop and "max rounds" in capped.reason
+    assert capped.stop and "last look, at 20 rounds" in capped.reason
 
 
 def test_a_case_pinned_to_the_floor_ends_the_session_when_the_budget_cannot_separate_them():
@@ -151,5 +158,5 @@ def test_deciding_at_every_round_without_the_shares_would_break_the_interval_s_p
         ruled = next(lk.confirmation for n in range(1, 21) if (lk := look({"c": rounds[:n]}, rule)).stop)
         peek += peeked == "regressed"
         by_rule += ruled.cases[0].verdict == "regressed"
-    # At the floor each look's one-sided error is at most its share of 2.5%; peeking: ~10%.
+    # At the floor each look's one-sided error is at most its share of 2.5%, 2.5% in all; peeking: ~10%.
     assert by_rule <= 9 and peek >= 2.5 * by_rule and peek >= 24
