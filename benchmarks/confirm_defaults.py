@@ -4,9 +4,9 @@ The defaults: each case judged on its own change (a run-drift reference only whe
 the user declares untouched cases, ``--reference``); never ``unchanged`` while a
 case's raw paired interval reaches past ±min-effect; a session that stops when
 every case is decided or when its time (``--budget``, 600 s) cannot decide more,
-with looks at rounds 5, 8, 12, 18, 27, 41, ... each spending ``1/(k(k+1))`` of
-alpha. The rule before them (perfci/confirm/analysis.py at commit 647c58a, loaded
-from git): every case's run factor from the whole suite (six or more cases), four
+with looks at rounds 5, 8, 12, 18, 27, 41, ... up to the rounds the budget affords,
+look k of K spending (1/k) / (1 + 1/2 + ... + 1/K) of alpha. The rule before
+them (perfci/confirm/analysis.py at commit 647c58a, loaded from git): every case's run factor from the whole suite (six or more cases), four
 fixed looks at rounds 5/10/15/20 at alpha/4 each, stop at 20.
 
 Four parts (``--part``, default all):
@@ -39,7 +39,8 @@ Four parts (``--part``, default all):
     python benchmarks/confirm_defaults.py --part cpu --cpu-trials 10 --cpu-aa 2
 
 Time (2-core CPU): shared 3 min at --trials 200, aa 4 min at --aa-trials 500, cpu 5-15 min
-(each +3% session 15-60 s; an A/A one can use its whole budget), h200 3 min at --h200-trials 200.
+(a confirm of the +3% step takes 15-60 s; an A/A one can use its whole budget), h200 3 min at
+--h200-trials 200.
 Pass: in ``shared``, +3% on 6 of 9 cases `unchanged` on none under any model and rule but the
 old one, and regressed on >= 95% of the six by the new default under the ``h200`` model and with
 ``--reference`` under the ``drifting`` one (alone, a case cannot see +3% through 1-3% run drift
