@@ -64,6 +64,18 @@ DECIDED = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED)  # no more me
 FAILED_STATUSES = ("fail", "error", "timeout")  # a result row's statuses that break a case
 
 
+def confidence_text(confidence: float) -> str:
+    """``0.95`` -> ``"95%"``; as many digits as it takes not to print 100% for a level below 1.
+
+    A sequential look's interval is at 1 - alpha/(k(k+1)) or so: 0.99997 must not read "100%".
+    """
+    for digits in range(4, 10):
+        text = f"{100 * confidence:.{digits}g}"
+        if confidence >= 1 or float(text) < 100:
+            return text + "%"
+    return f"{100 * confidence}%"
+
+
 def worst_first(verdict: Verdict | str, ratio: float | None, key: tuple[str, ...]) -> tuple:
     """Sort key: the worst verdict first, then the largest slowdown (ratio cur/base), then by name."""
     return (SEVERITY[verdict], -(ratio or 0.0), *key)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import pytest
 
-from perfci.verdict import (CASE_VERDICTS, DECIDED, DISTURBED, SEVERITY, TESTED, Decision, DisturbedRule, Reasons,
+from perfci.verdict import (confidence_text, CASE_VERDICTS, DECIDED, DISTURBED, SEVERITY, TESTED, Decision, DisturbedRule, Reasons,
                             SuiteShift, Verdict, decide, missing, status_verdict, worst_first)
 
 F = math.log(1.05)  # a 5% floor
@@ -117,3 +117,11 @@ def test_one_suite_shift_shows_each_command_its_own_fields():
     assert list(SuiteShift(Verdict.UNCHANGED, memory_pct=1.0, method="split").to_dict(("method", "memory_pct"))) == [
         "method", "memory_pct"]
     assert json.loads(json.dumps(asdict(s)))["verdict"] == "n/a"
+
+
+def test_a_sequential_looks_level_never_reads_as_100_percent():
+    # a look at alpha/(k(k+1)) has a level like 0.99997: ".4g" printed it as "1" / "100%"
+    assert confidence_text(0.95) == "95%"
+    assert confidence_text(0.9946) == "99.46%"
+    assert confidence_text(0.9999673) == "99.997%"
+    assert confidence_text(1.0) == "100%"

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from perfci.bisect.core import BisectResult, Interval, PairCheck, StepRecord, Verdict
+from perfci.verdict import confidence_text
 
 
 def _fmt(value: float | None) -> str:
@@ -34,7 +35,7 @@ def _verdict_label(record: StepRecord, result: BisectResult) -> str:
 
 
 def _interval(iv: Interval) -> str:
-    return f"{iv.estimate:+.2f}% ({iv.confidence:.4g} interval {iv.low:+.2f}% .. {iv.high:+.2f}%)"
+    return f"{iv.estimate:+.2f}% ({confidence_text(iv.confidence)} interval {iv.low:+.2f}% .. {iv.high:+.2f}%)"
 
 
 def _pair_line(check: PairCheck) -> str:

@@ -39,6 +39,7 @@ from enum import Enum
 from typing import Sequence
 
 from perfci.stats import Location, robust_spread, trimmed_mean_interval
+from perfci.verdict import confidence_text
 
 # Roles in a round's runs, in the order they run; rounds alternate between the two orders.
 PAIR_ORDERS = (("a", "b", "b", "a"), ("b", "a", "a", "b"))
@@ -227,7 +228,7 @@ class StepDecision:
 
 def _interval_text(lk: Look) -> str:
     return (f"{pct(lk.estimate):+.2f}% [{pct(lk.low):+.2f}%, {pct(lk.high):+.2f}%] "
-            f"({1 - lk.level:.4g} interval, {lk.n} rounds)")
+            f"({confidence_text(1 - lk.level)} interval, {lk.n} rounds)")
 
 
 def decide_endpoints(lk: Look | None, min_effect_pct: float, final: bool = False) -> StepDecision:

@@ -7,7 +7,7 @@ import json
 import math
 
 from perfci.confirm.analysis import CaseConfirmation, Confirmation
-from perfci.verdict import Verdict
+from perfci.verdict import Verdict, confidence_text
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??"}
 # ratio is the estimate of ci_low .. ci_high (relative to the reference when one was used);
@@ -72,7 +72,7 @@ def _identity(sides, cfg) -> str:
 
 
 def _level(conf: Confirmation) -> str:
-    return f"{100 * conf.confidence:.4g}% CI"
+    return f"{confidence_text(conf.confidence)} CI"
 
 
 def _reference_line(conf: Confirmation) -> str:

@@ -33,9 +33,9 @@ CULPRIT_STEP = StepRecord(CULPRIT_SHA, 2, "shrink BLOCK_K | tile 64", Samples((1
 GOOD_STEP = StepRecord(FIRST_SHA, 1, "refactor step 1", Samples((10.0, 10.02, 9.98, 10.01), failures=1),
                        Verdict.GOOD, position=0.01, interval=Interval(-2.4, -2.9, -1.9), rounds=2, against=(0, 2),
                        seconds=1.4, reason="2 rounds, likelihood ratio e^-7.0 for bad")
-BASELINE = PairCheck("real", "GOOD -> BAD +5.00% [+4.25%, +5.75%] (0.995 interval, 6 rounds)",
+BASELINE = PairCheck("real", "GOOD -> BAD +5.00% [+4.25%, +5.75%] (99.5% interval, 6 rounds)",
                      Interval(5.0, 4.25, 5.75, 0.995), rounds=6, seconds=3.0)
-CHECK = PairCheck("real", "step +5.00% [+4.50%, +5.50%] (0.995 interval, 4 rounds)", Interval(5.0, 4.5, 5.5, 0.995),
+CHECK = PairCheck("real", "step +5.00% [+4.50%, +5.50%] (99.5% interval, 4 rounds)", Interval(5.0, 4.5, 5.5, 0.995),
                   rounds=4, failed_rounds=1, seconds=2.0)
 
 CULPRIT = BisectResult(
@@ -77,9 +77,9 @@ first bad commit: {CULPRIT_SHA}
   subject: shrink BLOCK_K | tile 64
   author:  Synth Author <synth@example.com>
   date:    2026-11-29T12:00:00+00:00
-  step at this commit, paired against its parent: +5.00% (0.995 interval +4.50% .. +5.50%), 4 paired rounds, \
+  step at this commit, paired against its parent: +5.00% (99.5% interval +4.50% .. +5.50%), 4 paired rounds, \
 1 with a failed run left out, 2 s
-GOOD -> BAD change, paired: +5.00% (0.995 interval +4.25% .. +5.75%), 6 paired rounds, 3 s
+GOOD -> BAD change, paired: +5.00% (99.5% interval +4.25% .. +5.75%), 6 paired rounds, 3 s
 metric: last number on stdout (lower is better); 60 bench runs, 9 s this session
 
  base.txt | 2 +-
@@ -172,7 +172,7 @@ def test_exit_code_follows_the_status_in_the_json_too(status, exit_code):
 
 
 def test_no_difference_has_no_culprit_and_every_renderer_says_why():
-    check = PairCheck("below-floor", "GOOD -> BAD +0.10% [-0.50%, +0.70%] (0.995 interval, 6 rounds): no slowdown "
+    check = PairCheck("below-floor", "GOOD -> BAD +0.10% [-0.50%, +0.70%] (99.5% interval, 6 rounds): no slowdown "
                                      "past --min-effect 2%", Interval(0.1, -0.5, 0.7, 0.995), 6)
     result = BisectResult(status="no-difference", message=check.message, good=GOOD, bad=BAD, commits_total=4,
                           baseline=check, metric="last number on stdout", bench_runs=24)
