@@ -47,7 +47,7 @@ exit codes:
   0  clean (compare's flag shown to be noise by confirm counts as clean)
   1  a regression (confirmed where confirm ran), a broken or missing case, or nothing measured
   2  bad input: tonight's results or the baseline cannot be used (one line)
-  3  --strict: something stayed undecided
+  3  undecided: compare's regressed case left inconclusive by confirm (--strict: any undecided case)
   4  internal error: a stage crashed (never 1); the reports are still written
   130 interrupted
 """
@@ -100,7 +100,7 @@ def add_parser(subparsers) -> None:
                         "looked for (default: the current one)")
     p.add_argument("--allow-missing", action="store_true",
                    help="a baseline case missing tonight is a warning, not red")
-    p.add_argument("--strict", action="store_true", help="exit 3 when a case stays undecided")
+    p.add_argument("--strict", action="store_true", help="exit 3 when any case stays undecided (without it, only a compare regression confirm left undecided)")
     p.add_argument("--no-bisect", action="store_true", help="stop after confirm")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="for perfci run, confirm and bisect's bench (default auto)")

@@ -346,6 +346,14 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
         warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later[1:])
         return Decision(EXIT_USAGE, False, f"bad input in stage {later[0].name}: {later[0].detail}",
                         tuple(warnings), g)
+    # compare called these slower and confirm, measuring again, could neither show it nor clear
+    # it: a green night here would be green by accident, so it ends undecided (3) without --strict.
+    held = [k for k in undecided if k in {c.key for c in compare_regressed}]
+    if held:
+        names = _cases(held, 3)
+        return Decision(EXIT_INCONCLUSIVE, False,
+                        f"undecided: {names} regressed in compare, inconclusive in confirm: not green until "
+                        f"measured again (a larger confirm --budget, or tomorrow's night)", tuple(warnings), g)
     if undecided:
         names = " ".join(k for k in undecided[0] if k)
         more = f" and {len(undecided) - 1} more" if len(undecided) > 1 else ""

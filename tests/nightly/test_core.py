@@ -95,6 +95,18 @@ def test_undecided_is_3_only_under_strict(strict, code):
         assert any("inconclusive" in w for w in d.warnings)
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_compare_regression_confirm_could_not_decide_is_never_green(strict):
+    o = night(cases=(("regressed", A), ("inconclusive", B)), flagged=(A, B),
+              confirmed=conf(("inconclusive", A), ("inconclusive", B), ratio=1.02), strict=strict)
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (3, False)
+    assert d.headline.startswith("undecided: gemv 1x8x16 fp32 regressed in compare, inconclusive in confirm")
+    # compare's own flag unanswered by confirm (no ok run) is still red, not merely undecided
+    unanswered = core.decide(replace(o, confirmed=conf(("inconclusive", B), ratio=1.02)))
+    assert unanswered.exit_code == 1
+
+
 def test_broken_missing_and_nothing_measured_are_red():
     broken = core.decide(night(tonight=(("ok", A), ("fail", B)), cases=(("unchanged", A), ("broken", B))))
     assert broken.exit_code == 1 and "1 case(s) broken" in broken.headline
