@@ -14,7 +14,7 @@ from perfci.files import check_writable
 DESCRIPTION = """\
 Measure every case of SUITE in a worker process (a case that crashes, hangs or
 errors costs only its worker; see --isolation) and write one CSV row per case
-(see README, 'Results CSV').
+(the columns: docs/run.md, 'The results CSV').
 
 Per case: fresh random-normal inputs are checked against an fp32 torch reference
 (a wrong kernel is recorded as status=fail, never timed); then the kernel warms

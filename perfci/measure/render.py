@@ -48,13 +48,15 @@ def table_cells(result: CaseResult, arch: str) -> tuple[str, ...]:
 
 def render_table(results: Sequence[CaseResult], env: Environment, suite: str, width: int = 160) -> str:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"perfci run {suite}", show_edge=False, pad_edge=False)
     for header in HEADERS:
         table.add_column(header, justify="right" if header in NUMERIC else "left", overflow="fold")
     for result in results:
-        table.add_row(*table_cells(result, env.arch))
+        # a label like "splitk_decode[m_fast=1]" is text, not rich markup (which would eat the brackets)
+        table.add_row(*(escape(cell) for cell in table_cells(result, env.arch)))
     buf = io.StringIO()
     Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     return buf.getvalue()
