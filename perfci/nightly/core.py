@@ -379,6 +379,9 @@ def _clean_line(o: Outcome, cases: Sequence[Judged]) -> str:
     if o.first_night:
         if o.history_appended:
             return f"first night on {o.device or 'this device'}: recorded as the baseline; nothing judged"
+        stored = o.stage("history")
+        if stored is not None and stored.status == SKIPPED and "already in" in stored.detail:
+            return f"first night on {o.device or 'this device'}: {stored.detail}; nothing judged"
         return (f"first night on {o.device or 'this device'}: no history store and no --baseline, so "
                 f"nothing judged; run.csv can become the baseline")
     counts: dict[str, int] = {}

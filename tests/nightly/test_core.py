@@ -124,6 +124,11 @@ def test_a_first_night_is_recorded_but_never_green_when_nothing_was_measured():
     assert d.exit_code == 0
     assert d.headline == "first night on AMD EPYC (cpu): recorded as the baseline; nothing judged"
     assert core.decide(replace(first, tonight=((A, "error"), (B, "error")))).exit_code == 1
+    again = replace(first, history_appended=False, stages=tuple(
+        Stage("history", core.SKIPPED, "tonight's run is already in st as runs/r1.csv") if s.name == "history" else s
+        for s in stages()))
+    assert core.decide(again).headline == ("first night on AMD EPYC (cpu): tonight's run is already in st as "
+                                          "runs/r1.csv; nothing judged")
 
 
 def test_a_crash_is_4_even_on_a_red_night_and_never_1():
