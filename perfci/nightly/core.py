@@ -30,6 +30,7 @@ from typing import Sequence
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
 from perfci.history.canary import CanaryNight, Rates, rates_dict, tonight_line
+from perfci.verdict import FAILED_STATUSES, TESTED, Verdict
 from perfci.verdict import missing as baseline_missing
 
 STAGES = ("tonight", "baseline", "gate", "canary", "confirm", "bisect", "history", "report")
@@ -39,9 +40,7 @@ INPUT_STAGES = ("tonight", "baseline")  # without them nothing can be judged
 INFORMING_STAGES = ("canary", "report")
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 INPUT, INTERNAL, INTERRUPTED = "input", "internal", "interrupted"  # why a stage failed
-BROKEN_STATUSES = ("fail", "error", "timeout")
-CONFIRMED_VERDICTS = ("regressed", "inconclusive")  # compare verdicts that confirm measures again
-TESTED_VERDICTS = ("regressed", "inconclusive", "improved", "unchanged")  # ok on both sides
+CONFIRMED_VERDICTS = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)  # compare verdicts that confirm measures again
 
 Key = tuple[str, str, str]
 
@@ -186,7 +185,7 @@ class Decision:
 
 def gate(tonight: Sequence[tuple[Key, str]], cases: Sequence[Judged] | None, allow_missing: bool,
          incomplete: str = "") -> Gate:
-    broken = tuple((k, s) for k, s in tonight if s in BROKEN_STATUSES)
+    broken = tuple((k, s) for k, s in tonight if s in FAILED_STATUSES)
     # The nightly's rule of perfci.verdict.missing: only a case absent tonight. One that failed is red as
     # broken; one skipped tonight is not counted (compare's rule would count it).
     missing = tuple(baseline_missing(cases or (), count_skipped=False, require_base_ok=False))
@@ -201,7 +200,7 @@ def flagged(cases: Sequence[Judged], suite_verdict: str = "n/a") -> tuple[Key, .
     regression flags every case judged on both sides: confirm takes the suite's
     shift out of its cases and judges it on its own.
     """
-    wanted = TESTED_VERDICTS if suite_verdict == "regressed" else CONFIRMED_VERDICTS
+    wanted = TESTED if suite_verdict == Verdict.REGRESSED else CONFIRMED_VERDICTS
     return tuple(c.key for c in cases if c.verdict in wanted)
 
 
