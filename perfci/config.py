@@ -14,6 +14,12 @@ project root; relative paths in the file are relative to it::
     noise_profiles = { sm_90 = "bench/h200-profile.json" }   # per arch the results record
     build = "pip install -e . --no-deps"
 
+    [[tool.perfci.compile_accept]]      # a compile-diff change accepted, with its bound and reason
+    arch = "gfx950"
+    case = "mymatmul"                   # case labels starting with this
+    spills = 8                          # spills, scratch_bytes, shared_bytes: at most; occupancy: at least
+    reason = "Triton 3.9 spills 6 VGPRs here; measured no slower on MI355X"
+
 A perfci.toml holds the same keys at its top level. No file: the defaults,
 with the root found as before configuration existed (a checkout with
 ``kernels/__init__.py`` and ``suites/``, whose ``kernels/backends.py`` is then
@@ -46,7 +52,10 @@ KEYS = {
     "history": "a history store path (string)",
     "noise_profiles": "a table of arch = profile file (strings)",
     "build": "a shell command (string)",
+    "compile_accept": "a list of tables, each with arch, case, reason and at least one bound",
 }
+# compile_accept's bounds: the new value at most (spills, scratch, shared memory) or at least (occupancy).
+ACCEPT_BOUNDS = ("spills", "scratch_bytes", "shared_bytes", "occupancy")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -62,6 +71,8 @@ class ProjectConfig:
     history: Path | None = None
     noise_profiles: Mapping[str, Path] = field(default_factory=dict)
     build: str | None = None
+    # perfci.compile.accept's entries, as written: arch, case, reason, shapes (optional), bounds
+    compile_accept: tuple[Mapping[str, Any], ...] = ()
     origins: Mapping[str, str] = field(default_factory=dict)  # key -> "pyproject.toml: tool.perfci.suites" or "default"
 
     def origin(self, key: str) -> str:
@@ -151,6 +162,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
     if not isinstance(profiles, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
                                                  for k, v in profiles.items()):
         raise PerfciError(f"{where}: 'noise_profiles' must be {KEYS['noise_profiles']}, got {profiles!r}")
+    accept = _compile_accept(table.get("compile_accept", []), where)
     return ProjectConfig(
         root=root, file=path,
         suites=folder("suites") or root / "suites",
@@ -159,8 +171,35 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
         history=folder("history"),
         noise_profiles={arch: (root / value).resolve() for arch, value in profiles.items()},
         build=text("build"),
+        compile_accept=accept,
         origins=origins,
     )
+
+
+def _compile_accept(entries: Any, where: str) -> tuple[Mapping[str, Any], ...]:
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise PerfciError(f"{where}: 'compile_accept' must be {KEYS['compile_accept']}, got {entries!r}")
+    out = []
+    for i, entry in enumerate(entries, 1):
+        at = f"{where}: compile_accept entry {i}"
+        unknown = sorted(set(entry) - {"arch", "case", "shapes", "reason", *ACCEPT_BOUNDS})
+        if unknown:
+            raise PerfciError(f"{at}: unknown key(s) {', '.join(unknown)}; allowed: arch, case, shapes, reason, "
+                              f"{', '.join(ACCEPT_BOUNDS)}")
+        for key in ("arch", "case", "reason"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise PerfciError(f"{at}: '{key}' must be a non-empty string (a change is accepted for a reason)")
+        shapes = entry.get("shapes", [])
+        if not isinstance(shapes, list) or not all(isinstance(s, str) for s in shapes):
+            raise PerfciError(f"{at}: 'shapes' must be a list of MxNxK strings, got {shapes!r}")
+        bounds = {k: entry[k] for k in ACCEPT_BOUNDS if k in entry}
+        if not bounds:
+            raise PerfciError(f"{at}: give at least one bound ({', '.join(ACCEPT_BOUNDS)})")
+        bad = [k for k, v in bounds.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+        if bad:
+            raise PerfciError(f"{at}: '{bad[0]}' must be an integer >= 0, got {bounds[bad[0]]!r}")
+        out.append(dict(entry, shapes=list(shapes)))
+    return tuple(out)
 
 
 def _has_perfci_table(pyproject: Path) -> bool:
@@ -223,6 +262,9 @@ def render_config(config: ProjectConfig, kernels: Sequence[tuple[str, str, str]]
     def shown(value: Any) -> str:
         if value is None or value == () or value == {}:
             return "(not set)"
+        if isinstance(value, tuple) and all(isinstance(v, Mapping) for v in value):  # compile_accept
+            return "; ".join(f"{e['arch']} {e['case']} " + " ".join(f"{k}={e[k]}" for k in ACCEPT_BOUNDS if k in e)
+                             for e in value)
         if isinstance(value, tuple):
             return ", ".join(value)
         if isinstance(value, Mapping):

@@ -76,13 +76,20 @@ def test_no_configuration_means_the_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("table, fragment", [
-    ({"suite": "s"}, "unknown key(s) suite; allowed: suites, kernels, baselines, history, noise_profiles, build"),
+    ({"suite": "s"}, "unknown key(s) suite; allowed: suites, kernels, baselines, history, noise_profiles, build, "
+                      "compile_accept"),
     ({"kernels": "teamk.gemm"}, "'kernels' must be a list of module names, got 'teamk.gemm'"),
     ({"kernels": ["teamk/gemm.py"]}, "'kernels': 'teamk/gemm.py' is not a module name"),
     ({"suites": 3}, "'suites' must be a folder (string), got 3"),
     ({"build": ""}, "'build' must be a shell command (string)"),
     ({"noise_profiles": {"sm_90": 1}}, "'noise_profiles' must be a table of arch = profile file"),
     ({"noise_profiles": "h200.json"}, "'noise_profiles' must be a table"),
+    ({"compile_accept": {"arch": "sm_90"}}, "'compile_accept' must be a list of tables"),
+    ({"compile_accept": [{"arch": "sm_90", "case": "k", "reason": "r"}]}, "entry 1: give at least one bound"),
+    ({"compile_accept": [{"arch": "sm_90", "case": "k", "reason": "r", "spills": -1}]},
+     "entry 1: 'spills' must be an integer >= 0, got -1"),
+    ({"compile_accept": [{"arch": "sm_90", "case": "k", "reason": "r", "vgprs": 9}]},
+     "entry 1: unknown key(s) vgprs"),
 ])
 def test_a_wrong_key_or_type_is_one_line(tmp_path, table, fragment):
     with pytest.raises(PerfciError) as err:

@@ -6,7 +6,8 @@ the entry's prefix, and the new value within the entry's bound for that field
 (``spills``, ``scratch_bytes``, ``shared_bytes``: at most the bound; ``occupancy``:
 at least). A compile error is never accepted. Add an entry in the commit that
 causes the change, with the measurement or reason that makes it acceptable;
-remove it when the cause is gone.
+remove it when the cause is gone. A project accepts its own kernels' changes the
+same way, in ``[tool.perfci] compile_accept`` (:func:`project_entries`).
 
 :data:`perfci.compile.report.ACCEPTED_SPILLS` (the absolute check: a spill
 perfci tolerates at all) are accepted here too: a spill within its bound does
@@ -16,9 +17,11 @@ the same bound covers the scratch (stack) bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
 from perfci.compile.arches import ARCHES
 from perfci.compile.report import ACCEPTED_SPILLS
+from perfci.errors import PerfciError
 
 BOUNDED = ("spills", "scratch_bytes", "shared_bytes", "occupancy")
 
@@ -52,9 +55,22 @@ ACCEPTED_CHANGES: tuple[Accepted, ...] = (
 )
 
 
-def accepted_table() -> tuple[Accepted, ...]:
-    """ACCEPTED_SPILLS as diff entries (on NVIDIA, where both are bytes, bounding the stack too), then the rest."""
+def project_entries(entries: Iterable[Mapping[str, Any]], where: str = "[tool.perfci] compile_accept"
+                    ) -> tuple[Accepted, ...]:
+    """A project's ``compile_accept`` tables (perfci.config checked their keys and types) as entries."""
+    out = []
+    for entry in entries:
+        if entry["arch"] not in ARCHES:
+            raise PerfciError(f"{where}: arch {entry['arch']!r} is not one of {', '.join(ARCHES)}")
+        bounds = tuple((k, int(entry[k])) for k in BOUNDED if k in entry)
+        out.append(Accepted(entry["arch"], entry["case"], bounds, entry["reason"], tuple(entry.get("shapes", ()))))
+    return tuple(out)
+
+
+def accepted_table(project: tuple[Accepted, ...] = ()) -> tuple[Accepted, ...]:
+    """ACCEPTED_SPILLS as diff entries (on NVIDIA, where both are bytes, bounding the stack too), perfci's
+    own accepted changes, then the project's (``[tool.perfci] compile_accept``)."""
     spills = tuple(Accepted(arch, prefix, (("spills", most),) + ((("scratch_bytes", most),)
                                                                  if ARCHES[arch].vendor == "nvidia" else ()), why)
                    for (arch, prefix), (most, why) in ACCEPTED_SPILLS.items())
-    return spills + ACCEPTED_CHANGES
+    return spills + ACCEPTED_CHANGES + project

@@ -20,7 +20,8 @@ from typing import Callable, Iterable, Mapping
 
 from perfci.compile.arches import Arch
 from perfci.compile.cache import DiskCache, entry_key
-from perfci.compile.plan import VENDOR_KERNELS, Launch, plan_case
+from perfci.compile.capture import FUNCTIONS, capture_case
+from perfci.compile.plan import PLANNED_KERNELS, VENDOR_KERNELS, Launch, plan_case
 from perfci.compile.report import AMD_KNOBS, CaseReport, Compiled, KernelReport, error_report, kernel_report
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
 from perfci.errors import PerfciError
@@ -29,12 +30,18 @@ from perfci.model import CaseSpec
 _CACHE: dict[tuple, "Compiled | str"] = {}
 
 
-def _triton():
+def use_the_jit() -> None:
+    """Compiling (and capturing a team's launches) needs Triton's JIT functions, not the interpreter's:
+    call before anything imports a kernel module."""
     if os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes"):
         import sys
 
         if "triton" not in sys.modules:
-            os.environ.pop("TRITON_INTERPRET")  # compiling needs the real JIT functions, not the interpreter's
+            os.environ.pop("TRITON_INTERPRET")
+
+
+def _triton():
+    use_the_jit()
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
     try:
         import triton
@@ -88,14 +95,19 @@ def compiler_versions(arch: Arch) -> dict[str, str]:
     return out
 
 
+def _jit_function(module: str, kernel: str):
+    """The JIT function a Launch names: one captured from a team's launch, or a module's attribute."""
+    found = FUNCTIONS.get((module, kernel))
+    return found if found is not None else getattr(importlib.import_module(module), kernel)
+
+
 @functools.lru_cache(maxsize=None)
 def _source_of(module: str, kernel: str) -> str:
     """What the kernel's code depends on: the JIT's cache_key covers the functions it calls."""
-    mod = importlib.import_module(module)
-    key = getattr(getattr(mod, kernel), "cache_key", None)
+    key = getattr(_jit_function(module, kernel), "cache_key", None)
     if isinstance(key, str) and key:
         return key
-    return Path(mod.__file__ or "").read_text(encoding="utf-8")
+    return Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
 
 
 def compile_launch(launch: Launch, arch: Arch, disk: DiskCache | None = None) -> "Compiled | str":
@@ -103,7 +115,7 @@ def compile_launch(launch: Launch, arch: Arch, disk: DiskCache | None = None) ->
     triton, ASTSource, GPUTarget = _triton()
     from triton import knobs
 
-    fn = getattr(importlib.import_module(launch.module), launch.kernel)
+    fn = _jit_function(launch.module, launch.kernel)
     signature, constexprs, attrs = launch.specialize(arch, bool(knobs.amd.use_buffer_ops))
     if list(signature) != list(fn.arg_names):
         return f"the plan's parameters {list(signature)} are not {launch.kernel}'s {list(fn.arg_names)}"
@@ -126,10 +138,11 @@ def compile_launch(launch: Launch, arch: Arch, disk: DiskCache | None = None) ->
         md = kernel.metadata
         if arch.vendor == "amd":
             resources = parse_amdgcn(kernel.asm["amdgcn"])
-            knob_values = tuple((k, getattr(md, k, None)) for k in AMD_KNOBS) + (("num_stages", md.num_stages),)
+            knob_values = tuple((k, getattr(md, k, None)) for k in AMD_KNOBS) + (("num_stages", md.num_stages),
+                                                                                 ("num_warps", md.num_warps))
         else:
             resources = _ptxas_resources(kernel.asm["ptx"], arch, bool(md.enable_fp_fusion))
-            knob_values = (("num_stages", md.num_stages),)
+            knob_values = (("num_stages", md.num_stages), ("num_warps", md.num_warps))
         result: "Compiled | str" = Compiled(resources, int(md.shared), knob_values)
     except Exception as err:  # noqa: BLE001 - any compiler failure is a finding about this case, not a crash
         text = " ".join(str(err).split()) or type(err).__name__
@@ -146,18 +159,35 @@ def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
     if spec.kernel in VENDOR_KERNELS:
         return CaseReport(spec, arch.name, (), note=f"not compiled: {VENDOR_KERNELS[spec.kernel]}")
     try:
-        launches = plan_case(spec, arch, config)
+        launches = plan_case(spec, arch, config) if spec.kernel in PLANNED_KERNELS else _captured(spec, config)
     except ValueError as err:
         return CaseReport(spec, arch.name, (KernelReport(
             kernel=spec.kernel, config=(), grid=(), vgprs=None, agprs=None, sgprs=None, registers=None, spills=None,
             spill_unit="", scratch_bytes=None, shared_bytes=None, occupancy=None,
             problems=(f"no launch: {err}",)),))
+    if not launches:
+        return CaseReport(spec, arch.name, (), note="not compiled: its launch made no Triton kernel call")
     reports = []
     for launch in launches:
         compiled = compile_launch(launch, arch, disk)
         reports.append(error_report(launch, compiled) if isinstance(compiled, str)
                        else kernel_report(launch, arch, compiled))
     return CaseReport(spec, arch.name, tuple(reports))
+
+
+_CAPTURED: dict[tuple, tuple[Launch, ...]] = {}
+
+
+def _captured(spec: CaseSpec, config: Mapping[str, int] | None) -> tuple[Launch, ...]:
+    """A kernel perfci did not write: its launches as its own host code makes them (the same on every arch)."""
+    if config:
+        raise ValueError("a config override applies to perfci's own kernels' tables, not to this kernel")
+    key = (spec.kernel, spec.shape, spec.dtype, tuple(sorted(spec.variant.items())))
+    if key not in _CAPTURED:
+        from perfci.kernel_registry import get_backend
+
+        _CAPTURED[key] = capture_case(get_backend(spec.kernel), spec)
+    return _CAPTURED[key]
 
 
 def compile_cases(cases: Iterable[CaseSpec], arches: Iterable[Arch],

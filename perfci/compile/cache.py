@@ -31,7 +31,7 @@ from perfci.compile.resources import AmdResources, NvidiaResources
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
 
-FORMAT = 1  # bump when an entry's layout changes
+FORMAT = 2  # bump when an entry's layout changes (2: knobs carry num_warps)
 # Environment variables that change what Triton's compilers produce. Those that only
 # move files or add output (the cache and dump directories, the interpreter) are left out.
 _ENV_PREFIXES = ("TRITON_", "AMDGCN_", "AMD_", "MLIR_", "LLVM_", "NVPTX", "PTXAS")

@@ -30,7 +30,8 @@ baselines (a ratchet on resources, not a fixed rule):
                      diff: base = the triton installed here, cur = V
 
 exit codes: 0 nothing spills or overflows (with a baseline: nothing got worse,
-or only what perfci/compile/accept.py accepts); 1 a case spills, exceeds the
+or only what perfci/compile/accept.py or [tool.perfci] compile_accept
+accepts); 1 a case spills, exceeds the
 arch's LDS / shared memory, or fails to compile (with a baseline: a case got
 worse); 2 bad input or usage.
 """
@@ -98,7 +99,10 @@ def main(args) -> int:
     if args.against_triton and args.baseline:
         raise PerfciError("--against-triton diffs two compilers; it takes no --baseline")
     arches = parse_arches(args.arch)
+    from perfci.compile.build import use_the_jit
     from perfci.suites import load_suite, select_cases
+
+    use_the_jit()  # before the suite imports a team's kernel module
 
     suite = load_suite(args.suite)
     cases = select_cases(suite.cases, args.filter) if args.filter else list(suite.cases)
@@ -210,7 +214,13 @@ def _render_diffs(args, pairs, names=None) -> int:
     for i, (base, cur) in enumerate(pairs):
         b_name, c_name = names[i] if names else ("the baseline", "this compile")
         check_comparable(base, cur, b_name, c_name)
-    diffs = [diff(base, cur) for base, cur in pairs]
+    from perfci.compile.accept import accepted_table, project_entries
+    from perfci.config import load_config
+
+    config = load_config()
+    where = f"{config.file} compile_accept" if config.file else "compile_accept"
+    table = accepted_table(project_entries(config.compile_accept, where))
+    diffs = [diff(base, cur, table) for base, cur in pairs]
     sys.stdout.write(RENDERERS[args.format](diffs))
     if args.format == "table" and getattr(args, "footer", ""):
         print(args.footer)

@@ -28,8 +28,8 @@ from perfci.errors import PerfciError
 RULE = ("rule: worse = more spills or scratch, lower occupancy, shared memory / LDS past the arch's "
         "per-workgroup budget (gfx942 64 KiB, gfx950 160 KiB, sm_90 227 KiB), a new compile error, or a new "
         "case that fails; better = the reverse; a register, LDS or config change that keeps occupancy is "
-        "reported, not failed. Exit 1 on a worse case unless accepted (perfci/compile/accept.py: a bound and a "
-        "reason each).")
+        "reported, not failed. Exit 1 on a worse case unless accepted (perfci/compile/accept.py, or the project's "
+        "[tool.perfci] compile_accept: a bound and a reason each).")
 VERDICTS = ("worse", "better", "same", "added", "removed")
 REPORTED = ("vgprs", "agprs", "sgprs", "registers")  # AMD: VGPR/AGPR/SGPR; NVIDIA: registers per thread
 

@@ -24,6 +24,9 @@ from perfci.model import DTYPE_BYTES, CaseSpec
 if TYPE_CHECKING:  # pragma: no cover
     from perfci_kernels import _configs
 
+# perfci's own kernels, planned here from their config tables for any arch; any other kernel's
+# launches are captured from its own host code (perfci.compile.capture).
+PLANNED_KERNELS = ("matmul_tiled", "matmul_persistent", "splitk_decode", "gemv")
 # Backends with no Triton kernel: reported, not compiled.
 VENDOR_KERNELS = {"torch_matmul": "vendor library (cuBLAS / hipBLASLt through torch)"}
 MAX_INT32 = 2**31 - 1
@@ -68,6 +71,8 @@ class Launch:
                 attrs[(i,)] = spec
             elif isinstance(value, bool):
                 signature[name] = "u1"
+            elif isinstance(value, float):  # the JIT passes a Python float as fp32
+                signature[name] = "fp32"
             elif value == 1:
                 signature[name] = "constexpr"
                 constexprs[(i,)] = 1

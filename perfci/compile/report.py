@@ -94,7 +94,7 @@ def launch_config(launch: Launch, knobs: tuple[tuple[str, Any], ...] = ()) -> tu
         items.update({name: value[1] for name, value in launch.params
                       if isinstance(value, tuple) and value[0] == "constexpr" and name.isupper()})
     options = dict(launch.options)
-    items["num_warps"] = options.get("num_warps")
+    items["num_warps"] = options.get("num_warps", dict(knobs).get("num_warps"))  # a team's launch may leave it to Triton
     items["num_stages"] = options.get("num_stages", dict(knobs).get("num_stages"))
     for name, value in knobs:
         if name in AMD_KNOBS:

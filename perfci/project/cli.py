@@ -16,7 +16,8 @@ kernel libraries (entry point perfci.kernels), with any name the project's
 copy shadows.
 
 Keys: suites (folder), kernels (modules), baselines (folder), history (store),
-noise_profiles (arch = profile file), build (command). docs/kernels.md.
+noise_profiles (arch = profile file), build (command), compile_accept (compile-diff
+changes accepted: arch, case, bounds, reason; docs/compile.md). docs/kernels.md.
 
 exit codes: 0 printed; 2 a configuration perfci cannot use (one line).
 """

@@ -1,0 +1,118 @@
+"""The launches a kernel perfci did not write makes for a case: run its own host code once, and record them.
+
+perfci plans its own kernels' launches from their config tables for any arch
+(:mod:`perfci.compile.plan`). A team's kernel has no such table perfci can
+read, so its prepare runs here, on the CPU, and its launch (the case's
+``Prepared.run``) runs once with Triton's launcher replaced by a recorder: every
+``kernel[grid](...)`` it makes becomes a :class:`~perfci.compile.plan.Launch`
+(tensors as pointers of their dtype and storage size, ints and floats as the
+JIT would specialize them, constexprs and launch options as passed), and no
+kernel runs. An autotuned kernel gives one launch per config it lists.
+
+The config is the one the kernel's host code picks on this machine; a kernel
+that picks by the GPU it runs on (``torch.cuda.get_device_capability``) cannot
+be planned without that GPU, and says so as its case's problem.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+from perfci.compile.plan import Launch, Ptr
+from perfci.model import CaseSpec
+
+# torch dtype name -> Triton's element type in a signature ("*bf16").
+_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+                 "float8_e4m3fn": "fp8e4nv", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2": "fp8e5",
+                 "float8_e5m2fnuz": "fp8e5b16", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                 "uint8": "u8", "bool": "i1"}
+_LAUNCH_ONLY = ("grid", "warmup")
+
+# (module, kernel) -> the JIT function a captured Launch names: a team's kernel need not be a
+# module attribute (a closure, a class member), so the compiler gets the object itself.
+FUNCTIONS: dict[tuple[str, str], Any] = {}
+
+
+class NotPlannable(ValueError):
+    """The kernel's host code could not make its launch here; the message says why."""
+
+
+def capture_case(backend: Any, spec: CaseSpec) -> tuple[Launch, ...]:
+    """The Triton launches one ``run()`` of ``backend``'s prepared case makes, on the CPU, none executed."""
+    if os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes"):
+        raise NotPlannable("TRITON_INTERPRET is set: the launch would run in the interpreter, not record")
+    try:
+        prepared = backend.prepare_case(spec, "cpu", 0)
+    except Exception as err:  # noqa: BLE001 - the team's code: any failure is this case's finding
+        raise NotPlannable(f"its prepare failed on the CPU ({type(err).__name__}: {_line(err)})") from None
+    with _recording() as launches:
+        try:
+            prepared.run()
+        except Exception as err:  # noqa: BLE001 - as above
+            if not launches:
+                raise NotPlannable(f"its launch failed before any Triton kernel ({type(err).__name__}: "
+                                   f"{_line(err)})") from None
+    return tuple(launches)
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[list[Launch]]:
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    launches: list[Launch] = []
+    jit_run, tuned_run = JITFunction.run, Autotuner.run
+
+    def record(self, *args, grid, warmup, **kwargs):
+        launches.append(_launch(self, args, kwargs, grid))
+
+    def every_config(self, *args, **kwargs):
+        for config in self.configs:
+            self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
+
+    JITFunction.run, Autotuner.run = record, every_config
+    try:
+        yield launches
+    finally:
+        JITFunction.run, Autotuner.run = jit_run, tuned_run
+
+
+def _launch(fn: Any, args: tuple, kwargs: dict, grid: Any) -> Launch:
+    names = list(fn.arg_names)
+    if len(args) > len(names):
+        raise NotPlannable(f"{fn.__name__} takes {len(names)} arguments, the launch passed {len(args)}")
+    bound = dict(zip(names, args))
+    options = {k: v for k, v in kwargs.items() if k not in names and k not in _LAUNCH_ONLY}
+    bound.update({k: v for k, v in kwargs.items() if k in names})
+    params = []
+    for param in fn.params:
+        if param.name in bound:
+            value = bound[param.name]
+        elif param.has_default:
+            value = param.default
+        else:
+            raise NotPlannable(f"{fn.__name__}: the launch gave no value for {param.name}")
+        params.append((param.name, ("constexpr", value) if param.is_constexpr or value is None else _arg(value)))
+    if callable(grid):
+        grid = grid({**bound, **options})
+    grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    module, name = fn.fn.__module__, fn.fn.__qualname__
+    FUNCTIONS[(module, name)] = fn
+    return Launch(module, name, tuple(params), tuple(sorted(options.items())), grid, None)
+
+
+def _arg(value: Any) -> Any:
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        kind = str(value.dtype).removeprefix("torch.")
+        if kind not in _TRITON_TYPES:
+            raise NotPlannable(f"a tensor of dtype {kind}, which perfci compile cannot name for Triton")
+        return Ptr(_TRITON_TYPES[kind], int(value.untyped_storage().nbytes()))
+    if isinstance(value, (bool, int, float)):
+        return value
+    raise NotPlannable(f"an argument of type {type(value).__name__}, which perfci compile cannot specialize")
+
+
+def _line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text[:200] or type(err).__name__
