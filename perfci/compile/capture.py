@@ -46,39 +46,55 @@ def capture_case(backend: Any, spec: CaseSpec) -> tuple[Launch, ...]:
         prepared = backend.prepare_case(spec, "cpu", 0)
     except Exception as err:  # noqa: BLE001 - the team's code: any failure is this case's finding
         raise NotPlannable(f"its prepare failed on the CPU ({type(err).__name__}: {_line(err)})") from None
-    with _recording() as launches:
+    with triton_launches(execute=False) as seen:
         try:
             prepared.run()
         except Exception as err:  # noqa: BLE001 - as above
-            if not launches:
+            if not seen:
                 raise NotPlannable(f"its launch failed before any Triton kernel ({type(err).__name__}: "
                                    f"{_line(err)})") from None
-    return tuple(launches)
+    return tuple(_launch(fn, args, kwargs, grid) for fn, grid, args, kwargs in seen)
 
 
 @contextlib.contextmanager
-def _recording() -> Iterator[list[Launch]]:
+def triton_launches(execute: bool) -> Iterator[list[tuple]]:
+    """Every ``kernel[grid](*args, **kwargs)`` made inside, as ``(jit_function, grid, args, kwargs)``.
+
+    ``execute``: launch them as well (on a GPU, to read what was compiled), with an autotuned
+    kernel's chosen config. Without: nothing runs, and an autotuned kernel records every config.
+    A callable grid is evaluated on the launch's arguments.
+    """
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    launches: list[Launch] = []
+    seen: list[tuple] = []
     jit_run, tuned_run = JITFunction.run, Autotuner.run
 
-    def record(self, *args, grid, warmup, **kwargs):
-        launches.append(_launch(self, args, kwargs, grid))
+    def observe(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            seen.append((self, _grid(self, grid, args, kwargs), args, kwargs))
+        return jit_run(self, *args, grid=grid, warmup=warmup, **kwargs) if execute or warmup else None
 
     def every_config(self, *args, **kwargs):
         for config in self.configs:
             self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
 
-    JITFunction.run, Autotuner.run = record, every_config
+    JITFunction.run = observe
+    if not execute:
+        Autotuner.run = every_config
     try:
-        yield launches
+        yield seen
     finally:
         JITFunction.run, Autotuner.run = jit_run, tuned_run
 
 
-def _launch(fn: Any, args: tuple, kwargs: dict, grid: Any) -> Launch:
+def _grid(fn: Any, grid: Any, args: tuple, kwargs: dict) -> tuple[int, ...]:
+    if callable(grid):
+        grid = grid({**dict(zip(fn.arg_names, args)), **kwargs})
+    return tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+
+
+def _launch(fn: Any, args: tuple, kwargs: dict, grid: tuple[int, ...]) -> Launch:
     names = list(fn.arg_names)
     if len(args) > len(names):
         raise NotPlannable(f"{fn.__name__} takes {len(names)} arguments, the launch passed {len(args)}")
@@ -94,9 +110,6 @@ def _launch(fn: Any, args: tuple, kwargs: dict, grid: Any) -> Launch:
         else:
             raise NotPlannable(f"{fn.__name__}: the launch gave no value for {param.name}")
         params.append((param.name, ("constexpr", value) if param.is_constexpr or value is None else _arg(value)))
-    if callable(grid):
-        grid = grid({**bound, **options})
-    grid = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
     module, name = fn.fn.__module__, fn.fn.__qualname__
     FUNCTIONS[(module, name)] = fn
     return Launch(module, name, tuple(params), tuple(sorted(options.items())), grid, None)

@@ -78,17 +78,34 @@ def kernel_record(kernel: Any, grid: Sequence[int], kwargs: Mapping[str, Any], a
 
 
 def record_launches(prepared: Any, arch: str, gpu: bool) -> dict:
-    """``{"kernels": [...]}`` for the worker's result (or a ``kernels_note``); {} when there is nothing to read."""
-    launches = getattr(prepared.run, "launches", ())
-    if not gpu or not launches:
+    """``{"kernels": [...]}`` for the worker's result (or a ``kernels_note``); {} when there is nothing to read.
+
+    perfci's launchers name their launches; any other kernel's are observed over one more
+    ``run()`` (after the gate, outside the timed region), so a team's Triton kernel gets its
+    registers, spills and occupancy recorded too, and ``compare --explain`` can read them.
+    """
+    if not gpu:
         return {}
     try:
+        launches = getattr(prepared.run, "launches", ()) or _observed(prepared)
+        if not launches:
+            return {}
         records = [kernel_record(fn.warmup(*args, grid=grid, **kwargs), grid, kwargs, arch)
                    for fn, grid, args, kwargs in launches]
     except Exception as err:  # noqa: BLE001 - metadata must never sink a measurement
         return {"kernels_note": f"compiled resources not read ({type(err).__name__}: {str(err)[:200]})"}
     return {"kernels": [{"name": r.name, "launch": dict(r.launch), "resources": dict(r.resources)}
                         for r in records]}
+
+
+def _observed(prepared: Any) -> list[tuple]:
+    try:
+        from perfci.compile.capture import triton_launches
+    except ImportError:  # no Triton here: a vendor-library case
+        return []
+    with triton_launches(execute=True) as seen:
+        prepared.run()
+    return seen
 
 
 def records_from_result(data: Mapping[str, Any]) -> tuple[KernelRecord, ...]:

@@ -157,3 +157,37 @@ def test_the_runner_carries_the_workers_kernel_records_into_the_result(tmp_path)
     (record,) = result.kernels
     assert record.name == "gemv_kernel" and dict(record.launch)["grid"] == "48x1x1"
     assert dict(record.resources) == {"registers": "40", "spills": "0"}
+
+
+def observed_json() -> str:
+    """record_launches on a kernel perfci did not write (no ``run.launches``), on a stand-in device (fresh process)."""
+    import importlib.util
+
+    import torch
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    spec = importlib.util.spec_from_file_location("team_tuned", ROOT / "tests" / "data" / "compile" / "team_tuned.py")
+    team = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(team)
+
+    def device(self, *args, grid, warmup, **kwargs):  # the GPU's launcher: a compiled kernel per launch
+        return SimpleNamespace(name=self.fn.__name__, asm={}, n_regs=40 + kwargs["BLOCK_N"] // 32, n_spills=0,
+                               metadata=SimpleNamespace(shared=0, num_warps=kwargs["num_warps"], num_stages=3))
+
+    JITFunction.run = device
+    Autotuner.run = lambda self, *a, **kw: self.fn.run(*a, **kw, **self.configs[1].all_kwargs())  # "tuned"
+    a, b = torch.randn(4, 32), torch.randn(32, 64)
+    return json.dumps(record_launches(SimpleNamespace(run=lambda: team.tuned_mm(a, b)), "sm_90", True))
+
+
+def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import observed_json as o; "
+                           "print(o())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    kernels = json.loads(proc.stdout.strip().splitlines()[-1])["kernels"]
+    assert [k["name"] for k in kernels] == ["rowdot_kernel"]  # the launch the autotuner chose, once
+    launch, resources = kernels[0]["launch"], kernels[0]["resources"]
+    assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
+    assert resources["regs"] == "42" and resources["occupancy"] != ""
