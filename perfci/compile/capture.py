@@ -9,9 +9,11 @@ read, so its prepare runs here, on the CPU, and its launch (the case's
 JIT would specialize them, constexprs and launch options as passed), and no
 kernel runs. An autotuned kernel gives one launch per config it lists.
 
-The config is the one the kernel's host code picks on this machine; a kernel
-that picks by the GPU it runs on (``torch.cuda.get_device_capability``) cannot
-be planned without that GPU, and says so as its case's problem.
+The config is the one the kernel's host code picks on this machine. The inputs
+live on the GPU where there is one, else on the CPU; a launcher that insists on
+a GPU (FlagGems: "Expected a cuda device") or picks by the one it finds
+(``torch.cuda.get_device_capability``) cannot be planned without it, and says
+so as its case's problem.
 """
 from __future__ import annotations
 
@@ -42,10 +44,11 @@ def capture_case(backend: Any, spec: CaseSpec) -> tuple[Launch, ...]:
     """The Triton launches one ``run()`` of ``backend``'s prepared case makes, on the CPU, none executed."""
     if os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes"):
         raise NotPlannable("TRITON_INTERPRET is set: the launch would run in the interpreter, not record")
+    device = _device()
     try:
-        prepared = backend.prepare_case(spec, "cpu", 0)
+        prepared = backend.prepare_case(spec, device, 0)
     except Exception as err:  # noqa: BLE001 - the team's code: any failure is this case's finding
-        raise NotPlannable(f"its prepare failed on the CPU ({type(err).__name__}: {_line(err)})") from None
+        raise NotPlannable(f"its prepare failed on the {device.upper()} ({type(err).__name__}: {_line(err)})") from None
     with triton_launches(execute=False) as seen:
         try:
             prepared.run()
@@ -61,14 +64,17 @@ def triton_launches(execute: bool) -> Iterator[list[tuple]]:
     """Every ``kernel[grid](*args, **kwargs)`` made inside, as ``(jit_function, grid, args, kwargs)``.
 
     ``execute``: launch them as well (on a GPU, to read what was compiled), with an autotuned
-    kernel's chosen config. Without: nothing runs, and an autotuned kernel records every config.
-    A callable grid is evaluated on the launch's arguments.
+    kernel's chosen config; a kernel a library launches from its own cache of compiled kernels
+    (FlagGems' LibEntry calls ``compiled[grid](*args)``) is recorded as that compiled kernel.
+    Without: nothing runs, and an autotuned kernel records every config. A callable grid is
+    evaluated on the launch's arguments.
     """
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
     seen: list[tuple] = []
-    jit_run, tuned_run = JITFunction.run, Autotuner.run
+    jit_run, tuned_run, compiled_launch = JITFunction.run, Autotuner.run, CompiledKernel.__getitem__
 
     def observe(self, *args, grid, warmup, **kwargs):
         if not warmup:
@@ -79,13 +85,47 @@ def triton_launches(execute: bool) -> Iterator[list[tuple]]:
         for config in self.configs:
             self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
 
+    def observe_compiled(self, grid):
+        seen.append((_Compiled(self), tuple(int(g) for g in grid), (), _constexprs(self)))
+        return compiled_launch(self, grid)
+
     JITFunction.run = observe
-    if not execute:
+    if execute:
+        CompiledKernel.__getitem__ = observe_compiled
+    else:
         Autotuner.run = every_config
     try:
         yield seen
     finally:
-        JITFunction.run, Autotuner.run = jit_run, tuned_run
+        JITFunction.run, Autotuner.run, CompiledKernel.__getitem__ = jit_run, tuned_run, compiled_launch
+
+
+class _Compiled:
+    """A launch of an already compiled kernel: its "warmup" is the kernel itself."""
+
+    def __init__(self, kernel: Any):
+        self.kernel = kernel
+
+    def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
+        return self.kernel
+
+
+def _constexprs(kernel: Any) -> dict[str, Any]:
+    """The constexprs a compiled kernel was specialized with, by name (its block sizes: the config)."""
+    src = getattr(kernel, "src", None)
+    try:
+        names = src.fn.arg_names
+        return {names[key[0]]: value for key, value in src.constants.items() if len(key) == 1}
+    except (AttributeError, IndexError, TypeError):
+        return {}
+
+
+def _device() -> str:
+    """Where the case's inputs live while its launch is recorded: a GPU where there is one (a
+    library may insist on device tensors), else the CPU."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _grid(fn: Any, grid: Any, args: tuple, kwargs: dict) -> tuple[int, ...]:

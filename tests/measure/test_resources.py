@@ -191,3 +191,28 @@ def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
     assert resources["regs"] == "42" and resources["occupancy"] != ""
+
+
+def library_cache_json() -> str:
+    """record_launches where a library launches a kernel from its own cache of compiled kernels (fresh process)."""
+    from triton.compiler.compiler import CompiledKernel
+
+    CompiledKernel.__getitem__ = lambda self, grid: (lambda *args: None)  # the GPU's launcher
+    cached = object.__new__(CompiledKernel)  # as FlagGems' LibEntry keeps it after the first call
+    cached.name, cached.asm, cached.n_regs, cached.n_spills = "mm_kernel", {}, 128, 0
+    cached.metadata = SimpleNamespace(shared=65536, num_warps=8, num_stages=3)
+    cached.src = SimpleNamespace(fn=SimpleNamespace(arg_names=["a", "b", "c", "BLOCK_M", "BLOCK_N"]),
+                                 constants={(3,): 128, (4,): 64})
+    return json.dumps(record_launches(SimpleNamespace(run=lambda: cached[(32, 64, 1)]("a", "b", "c")), "sm_90", True))
+
+
+def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_config():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import library_cache_json as j; "
+                           "print(j())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    kernels = json.loads(proc.stdout.strip().splitlines()[-1])["kernels"]
+    assert [k["name"] for k in kernels] == ["mm_kernel"]
+    launch, resources = kernels[0]["launch"], kernels[0]["resources"]
+    assert (launch["grid"], launch["BLOCK_M"], launch["BLOCK_N"], launch["num_warps"]) == ("32x64x1", "128", "64", "8")
+    assert (resources["regs"], resources["shared"]) == ("128", "65536")
