@@ -59,13 +59,18 @@ def compiled_json() -> str:
     return json.dumps({"record": asdict(record), "report": asdict(report)})
 
 
-def test_a_spilling_gfx942_kernel_records_what_perfci_compile_reports():
-    # A process of its own: the kernels must be decorated for compiling, not for the interpreter.
+def in_fresh_process(function: str) -> dict:
+    """JSON from ``function`` of this module, run where the kernels are decorated for compiling,
+    not for the interpreter (tests/conftest.py sets TRITON_INTERPRET=1 here)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import compiled_json as c; "
-                           "print(c())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", f"from tests.measure.test_resources import {function}; "
+                           f"print({function}())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_spilling_gfx942_kernel_records_what_perfci_compile_reports():
+    data = in_fresh_process("compiled_json")
     rec = data["record"]
     record = KernelRecord(rec["name"], tuple(map(tuple, rec["launch"])), tuple(map(tuple, rec["resources"])))
     report = data["report"]
@@ -182,11 +187,7 @@ def observed_json() -> str:
 
 
 def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import observed_json as o; "
-                           "print(o())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    kernels = json.loads(proc.stdout.strip().splitlines()[-1])["kernels"]
+    kernels = in_fresh_process("observed_json")["kernels"]
     assert [k["name"] for k in kernels] == ["rowdot_kernel"]  # the launch the autotuner chose, once
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
@@ -207,11 +208,7 @@ def library_cache_json() -> str:
 
 
 def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_config():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", "from tests.measure.test_resources import library_cache_json as j; "
-                           "print(j())"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    kernels = json.loads(proc.stdout.strip().splitlines()[-1])["kernels"]
+    kernels = in_fresh_process("library_cache_json")["kernels"]
     assert [k["name"] for k in kernels] == ["mm_kernel"]
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_M"], launch["BLOCK_N"], launch["num_warps"]) == ("32x64x1", "128", "64", "8")
