@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 
 from perfci.compile.arches import Arch
 from perfci.compile.cache import DiskCache, entry_key
-from perfci.compile.capture import FUNCTIONS, capture_case
+from perfci.compile.capture import FUNCTIONS, NotPlannable, capture_case
 from perfci.compile.plan import PLANNED_KERNELS, VENDOR_KERNELS, Launch, plan_case
 from perfci.compile.report import AMD_KNOBS, CaseReport, Compiled, KernelReport, error_report, kernel_report
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
@@ -160,6 +160,9 @@ def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
         return CaseReport(spec, arch.name, (), note=f"not compiled: {VENDOR_KERNELS[spec.kernel]}")
     try:
         launches = plan_case(spec, arch, config) if spec.kernel in PLANNED_KERNELS else _captured(spec, config)
+    except NotPlannable as err:
+        # this machine cannot make the launch (a launcher that wants a GPU): nothing to compare, not a finding
+        return CaseReport(spec, arch.name, (), note=f"not compiled: the launch cannot be recorded here: {err}")
     except ValueError as err:
         return CaseReport(spec, arch.name, (KernelReport(
             kernel=spec.kernel, config=(), grid=(), vgprs=None, agprs=None, sgprs=None, registers=None, spills=None,
@@ -175,7 +178,7 @@ def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
     return CaseReport(spec, arch.name, tuple(reports))
 
 
-_CAPTURED: dict[tuple, tuple[Launch, ...]] = {}
+_CAPTURED: dict[tuple, "tuple[Launch, ...] | NotPlannable"] = {}
 
 
 def _captured(spec: CaseSpec, config: Mapping[str, int] | None) -> tuple[Launch, ...]:
@@ -186,8 +189,14 @@ def _captured(spec: CaseSpec, config: Mapping[str, int] | None) -> tuple[Launch,
     if key not in _CAPTURED:
         from perfci.kernel_registry import get_backend
 
-        _CAPTURED[key] = capture_case(get_backend(spec.kernel), spec)
-    return _CAPTURED[key]
+        try:
+            _CAPTURED[key] = capture_case(get_backend(spec.kernel), spec)
+        except NotPlannable as err:
+            _CAPTURED[key] = err  # the same on every arch: recorded once
+    found = _CAPTURED[key]
+    if isinstance(found, NotPlannable):
+        raise found
+    return found
 
 
 def compile_cases(cases: Iterable[CaseSpec], arches: Iterable[Arch],

@@ -12,8 +12,8 @@ kernel runs. An autotuned kernel gives one launch per config it lists.
 The config is the one the kernel's host code picks on this machine. The inputs
 live on the GPU where there is one, else on the CPU; a launcher that insists on
 a GPU (FlagGems: "Expected a cuda device") or picks by the one it finds
-(``torch.cuda.get_device_capability``) cannot be planned without it, and says
-so as its case's problem.
+(``torch.cuda.get_device_capability``) cannot be recorded without it: its case
+is "not compiled", with the launcher's reason, not a failure.
 """
 from __future__ import annotations
 

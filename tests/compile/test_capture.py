@@ -31,6 +31,12 @@ N = 64
 K = 32
 
 [[cases]]
+kernel = "kernels.tuned:gpu_only_mm"
+M = 4
+N = 64
+K = 32
+
+[[cases]]
 kernel = "torch:matmul"
 M = 16
 N = 16
@@ -75,6 +81,9 @@ def test_a_team_s_kernels_compile_from_the_launches_their_own_code_makes(team):
 
     torch_op = cases[("torch:matmul", "sm_90")]
     assert torch_op["status"] == "vendor" and "no Triton kernel call" in torch_op["note"]
+    # a launcher that wants a GPU cannot be recorded on this machine: said, not a compile failure
+    gpu_only = cases[("kernels.tuned:gpu_only_mm", "gfx942")]
+    assert gpu_only["status"] == "vendor" and "Expected a cuda device, but got: cpu" in gpu_only["note"]
 
 
 def test_the_ratchet_fails_a_team_s_edit_that_costs_occupancy_until_the_project_accepts_it(team, tmp_path):
