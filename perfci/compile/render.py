@@ -65,7 +65,7 @@ def summary(reports: Sequence[CaseReport]) -> str:
     counts = {s: sum(1 for r in reports if r.status == s) for s in ("ok", "accepted", "fail", "vendor")}
     return (f"{len(reports)} case(s): {counts['ok']} ok, {counts['fail']} failing (spill, shared memory or "
             f"compile error), {counts['accepted']} with an accepted spill (ACCEPTED_SPILLS, reasons in json "
-            f"'note'), {counts['vendor']} not compiled (a vendor library, or no Triton launch)")
+            f"'note'), {counts['vendor']} not compiled (a vendor library, no Triton launch, or none recordable here)")
 
 
 def to_json(reports: Sequence[CaseReport], suite: str, arches: Sequence[str]) -> str:
