@@ -24,6 +24,10 @@ class CompareOptions:
     alpha: float = 0.05  # false discovery rate across the suite
     confidence: float = 0.95  # level of each case's interval
     min_effect_pct: float | None = None  # overrides the profile's floor for every case
+    # ``unchanged`` only inside ±this (percent); None: inside the floor. The nightly's compare
+    # against one stored night passes 1%: a +3% change inside a 5% one-run floor is not "unchanged"
+    # there, it is what confirm is for.
+    unchanged_within_pct: float | None = None
     clock_normalize: bool = True
     common_mode: bool = True
     use_floor: bool = True

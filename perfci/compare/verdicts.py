@@ -330,8 +330,10 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if n1 == 1 or n2 == 1:
         # One value a side (FlyDSL): no spread to test, so the floor alone decides.
         est = p.shift - offset
+        within = plain_floor if opts.unchanged_within_pct is None else \
+            min(plain_floor, math.log1p(opts.unchanged_within_pct / 100.0))
         verdict = (Verdict.REGRESSED if est > floor else Verdict.IMPROVED if est < -floor
-                   else Verdict.UNCHANGED if abs(est) <= plain_floor else Verdict.INCONCLUSIVE)
+                   else Verdict.UNCHANGED if abs(est) <= within else Verdict.INCONCLUSIVE)
         return replace(base, verdict=verdict, ratio=math.exp(est), ci_low=math.exp(est),
                        ci_high=math.exp(est), reason="threshold only: no repeats to test")
     hl = stats.hodges_lehmann(p.lb, p.lc - offset, confidence=opts.confidence)
@@ -342,7 +344,8 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
     if stats.min_pvalue(n1, n2) > opts.alpha or not hl.confident:
         return replace(base, verdict=Verdict.INCONCLUSIVE,
                        reason=f"too few repeats ({n1} vs {n2}) to reach significance")
-    decision = decide(hl.low, hl.high, floor=floor, q=qv, alpha=opts.alpha)
+    margin = None if opts.unchanged_within_pct is None else min(floor, math.log1p(opts.unchanged_within_pct / 100.0))
+    decision = decide(hl.low, hl.high, floor=floor, q=qv, alpha=opts.alpha, margin=margin)
     if decision.verdict in (Verdict.REGRESSED, Verdict.IMPROVED):
         disturbed = opts.disturbed.side(spread_b, spread_c)
         if disturbed:
@@ -355,6 +358,11 @@ def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMod
         # Inside only because the floor had to swallow a possible clock swing.
         return replace(base, verdict=Verdict.INCONCLUSIVE,
                        reason="within a clock swing: no clocks recorded and too few cases for a common mode")
+    elif (decision.verdict == Verdict.INCONCLUSIVE and margin is not None
+          and -floor <= hl.low <= hl.high <= floor):
+        return replace(base, verdict=Verdict.INCONCLUSIVE,
+                       reason=f"inside the floor but not within ±{opts.unchanged_within_pct:g}%: "
+                              f"a change this small is confirm's to decide")
     return replace(base, verdict=decision.verdict, reason=decision.reason)
 
 

@@ -245,7 +245,9 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
                 result = pooled_comparison(store, str(path), profile, CompareOptions(), n.cfg.nights)
             else:
                 last = Path(store) / "runs" / f"{nights[-1].info.run_id}.csv"
-                result = compare(read_any(last), read_any(path), profile)
+                # as the suite's cases against one night (stages.baseline)
+                within = CompareOptions(unchanged_within_pct=core.ONE_NIGHT_UNCHANGED_WITHIN_PCT)
+                result = compare(read_any(last), read_any(path), profile, within)
             case = next((c for c in result.cases if c.key == (twin["kernel"], twin["shape"], twin["dtype"])),
                         None)
             out[name] = ("", None, None, None) if case is None else (

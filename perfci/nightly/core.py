@@ -41,6 +41,9 @@ INFORMING_STAGES = ("canary", "report")
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 INPUT, INTERNAL, INTERRUPTED = "input", "internal", "interrupted"  # why a stage failed
 CONFIRMED_VERDICTS = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)  # compare verdicts that confirm measures again
+# Against the store's one night, `unchanged` only within this (percent), as the pooled compare's least
+# margin: a change inside the one-run floor (±5.4% on sm_90) but past 1% is confirm's to decide.
+ONE_NIGHT_UNCHANGED_WITHIN_PCT = 1.0
 
 Key = tuple[str, str, str]
 

@@ -69,7 +69,11 @@ def baseline(n: Night) -> tuple[str, str]:
         path = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
         base, cur = read_any(path), read_any(n.run_path)
         check_same_device(base, cur)
-        result = with_identity(compare(base, cur, profile), base, cur)
+        # Against the store's one night, as the pooled compare from two on: `unchanged` only within
+        # ±1%, the rest inside the floor goes to confirm (docs/compare.md, Which rule each command uses).
+        options = CompareOptions(unchanged_within_pct=core.ONE_NIGHT_UNCHANGED_WITHIN_PCT) if plan == "night" \
+            else None
+        result = with_identity(compare(base, cur, profile, options), base, cur)
         n.baseline = (f"--baseline {path}" if plan == "csv" else
                       f"history {n.store}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))

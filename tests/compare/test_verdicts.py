@@ -136,6 +136,25 @@ def test_straddling_the_floor_is_inconclusive():
     assert c.verdict == "inconclusive"
 
 
+def test_an_unchanged_margin_below_the_floor_sends_a_change_inside_it_to_confirm():
+    # +3% inside a 5% floor: "unchanged" by the floor, "inconclusive" within a 1% margin (the nightly's
+    # compare against one stored night); a 0.2% change stays unchanged either way.
+    base = [10.0 + 0.01 * i for i in range(7)]
+    rows_b = [_row("moved", reps=base), _row("still", reps=base)]
+    rows_c = [_row("moved", reps=[1.03 * x for x in base]), _row("still", reps=[1.002 * x for x in base])]
+    floor = CompareOptions(min_effect_pct=5.0, common_mode=False)
+    by_floor = compare(_table(rows_b), _table(rows_c), options=floor)
+    assert [c.verdict for c in by_floor.cases] == ["unchanged", "unchanged"]
+    within = compare(_table(rows_b), _table(rows_c), options=replace(floor, unchanged_within_pct=1.0))
+    moved, still = within.cases
+    assert (moved.verdict, still.verdict) == ("inconclusive", "unchanged")
+    assert "inside the floor but not within ±1%" in moved.reason
+    single_b = _table([_row("a", reps=(10.0,))], fmt="flydsl")
+    single_c = _table([_row("a", reps=(10.3,))], fmt="flydsl")
+    assert compare(single_b, single_c, options=replace(floor, unchanged_within_pct=1.0)).cases[0].verdict == \
+        "inconclusive"
+
+
 def test_threshold_only_for_single_values():
     base = _table([_row("a", reps=(10.0,)), _row("b", reps=(10.0,))], fmt="flydsl")
     cur = _table([_row("a", reps=(11.0,)), _row("b", reps=(10.1,))], fmt="flydsl")
