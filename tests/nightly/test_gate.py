@@ -227,6 +227,31 @@ def test_the_devices_own_noise_profile_sets_the_floor(repo, measured, tmp_path):
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
 
 
+def test_against_the_store_s_one_night_a_change_inside_the_floor_is_not_unchanged(repo, measured, tmp_path):
+    """+3% on one case, far inside the CPU's 75% one-run floor: `inconclusive` (confirm's to decide), not
+    `unchanged`, when the second night is judged against the store's one night; 0.2% stays `unchanged`."""
+    rows = [dict(r, git_sha="") for r in read_rows(measured)]  # no commit: confirm skipped, compare decides
+
+    def timed(row: dict, scale: float, when: str) -> dict:  # repeats within ±0.1%, as a GPU's are
+        repeats = [100.0 * scale * (1 + (q - 1) / 10) for q in QUIET_REPEATS]
+        return dict(row, median_us=f"{sorted(repeats)[3]:.4f}", repeats_us=";".join(f"{x:.4f}" for x in repeats),
+                    timestamp=when)
+
+    first = write_rows(tmp_path / "n1.csv", [timed(r, 1.0, "2026-12-01T01:00:00+00:00") for r in rows])
+    second = write_rows(tmp_path / "n2.csv", [timed(r, s, "2026-12-02T01:00:00+00:00")
+                                              for r, s in zip(rows, (1.03, 1.002))])
+    store = str(tmp_path / "hist")
+    assert night(repo, tmp_path / "a", "--run", str(first), "--history", store, "--no-bisect").returncode == 0
+    proc = night(repo, tmp_path / "b", "--run", str(second), "--history", store, "--no-bisect")
+    assert proc.returncode == 0, proc.stderr  # inconclusive alone is not red
+    v = verdict(tmp_path / "b")
+    assert "its one night" in v["baseline"]
+    got = {c["kernel"] + " " + c["shape"]: (c["verdict"], c["reason"]) for c in v["cases"]}
+    moved, still = (" ".join(rows[i][k] for k in ("kernel", "shape")) for i in (0, 1))
+    assert got[moved][0] == "inconclusive" and "not within ±1%" in got[moved][1], got
+    assert got[still][0] == "unchanged", got
+
+
 def test_the_issue_body_says_why_from_the_recorded_resources(repo, tmp_path):
     # Real H200 runs (2026-12-01, benchmarks/gpu/plant_demo.sh): the large-M tile at 4 warps
     # instead of 8 spills. The night's issue body carries compare --explain's reading and side-by-side.
