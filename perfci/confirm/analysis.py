@@ -4,7 +4,7 @@ Pure: no printing, no files. :mod:`perfci.confirm.session` measures the rounds,
 :mod:`perfci.confirm.stopping` decides when to look and when to stop.
 One run against one stored run resolves ~10% on an H200, because whole runs
 drift against each other. Confirmation measures base and cur alternately on one
-machine in rounds of four runs, ABBA. Per round, ``d_r = mean(log cur_r) -
+machine in rounds of four runs, ABBA or BAAB. Per round, ``d_r = mean(log cur_r) -
 mean(log base_r)`` cancels the round's level and any linear trend across it; a
 case is judged by a one-sample interval on its ``d_r``
 (benchmarks/confirm_validation.py and benchmarks/confirm_defaults.py have the figures).
@@ -71,7 +71,7 @@ class Round:
 
     Position ``j`` of a side must be the same run (process, drift) for every case
     of the suite: that is how a reference finds a run's factor. ABBA:
-    ``base = (run 1, run 4)``, ``cur = (run 2, run 3)``. ``None`` or NaN marks a
+    ``base = (run 1, run 4)``, ``cur = (run 2, run 3)``; BAAB the reverse. ``None`` or NaN marks a
     run that failed for this case and keeps its position; values must be > 0."""
 
     base: tuple[float | None, ...]

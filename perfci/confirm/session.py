@@ -1,20 +1,23 @@
-"""One ``perfci confirm`` session: two worktrees, a build in each, rounds of ABBA bench runs.
+"""One ``perfci confirm`` session: two worktrees, a build in each, rounds of ABBA / BAAB bench runs.
 
 The IO edge of confirmation: git worktrees (the user's tree, index and branch
 are never touched), processes, files. What the numbers mean is decided by
 :mod:`perfci.confirm.analysis` at the looks :mod:`perfci.confirm.stopping` sets.
 
-A round runs the bench at BASE, CUR, CUR, BASE: a drift that is linear across
-the round (a clock sagging, a host warming up) hits both sides alike, and the
-round, as a block, absorbs what is shared by its four runs.
+A round runs the bench at BASE, CUR, CUR, BASE, or CUR, BASE, BASE, CUR (one of
+each in every pair of rounds, :func:`round_orders`): a drift that is linear
+across the round (a clock sagging, a host warming up) hits both sides alike, the
+round, as a block, absorbs what is shared by its four runs, and whatever favours
+a run position falls on both sides alike.
 """
 from __future__ import annotations
 
 import os
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, bench_once, run_command
@@ -25,7 +28,25 @@ from perfci.results import read_results
 if TYPE_CHECKING:
     from perfci.confirm.warm import SuiteSpec
 
-ORDER = ("base", "cur", "cur", "base")
+ABBA = ("base", "cur", "cur", "base")
+BAAB = ("cur", "base", "base", "cur")
+RUNS_PER_ROUND = 4
+
+
+def round_orders(seed: str) -> Iterator[tuple[str, ...]]:
+    """ABBA and BAAB, one of each in every pair of rounds, which one first drawn at random (seeded).
+
+    ABBA alone gives BASE run positions 1 and 4 of every round, always. On the 2-core CI machine,
+    loaded by a job of its own rhythm, those positions ran +2.9% and +5.3% against -1.9% and -6.3%
+    for 2 and 3: an A/A pair read -8.2% over 80 rounds, and a confirm session called an A/A change
+    `improved` -13.9%. Balanced, each side gets each position equally often; drawn at random, no
+    period of the machine's can line up with one side (alternating would let a period of 8 runs).
+    """
+    rng = random.Random(seed)
+    while True:
+        pair = [ABBA, BAAB]
+        rng.shuffle(pair)
+        yield from pair
 JOURNAL = "confirm-journal.json"
 Key = tuple[str, ...]
 METRIC_KEY: Key = ("metric",)
@@ -72,10 +93,10 @@ class Rounds:
 
     @property
     def completed(self) -> int:
-        return sum(1 for r in self.runs if len(r) == len(ORDER))
+        return sum(1 for r in self.runs if len(r) == RUNS_PER_ROUND)
 
     def cases(self) -> dict[Key, list]:
-        """{case: [Round(base=(run 1, run 4), cur=(run 2, run 3)), ...]} for the analysis."""
+        """{case: [Round(base=(its two runs, in order), cur=(its two)), ...]} for the analysis."""
         from perfci.confirm.analysis import Round
 
         keys = list(dict.fromkeys(k for r in self.runs for _, values in r if values for k in values))
@@ -83,7 +104,7 @@ class Rounds:
         for key in keys:
             out[key] = [Round(base=tuple((v or {}).get(key) for side, v in r if side == "base"),
                               cur=tuple((v or {}).get(key) for side, v in r if side == "cur"))
-                        for r in self.runs if len(r) == len(ORDER)]
+                        for r in self.runs if len(r) == RUNS_PER_ROUND]
         return out
 
 
@@ -212,10 +233,11 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
     started = time.monotonic()
     worked = {"base": 0, "cur": 0}
     last_failure = {"base": "", "cur": ""}
+    orders = round_orders(f"{by_name['base'].sha} {by_name['cur'].sha}")
     while True:
         this_round: list[tuple[str, dict[Key, float] | None]] = []
         rounds.runs.append(this_round)
-        for name in ORDER:
+        for name in next(orders):
             values, why = measure(by_name[name])
             rounds.bench_runs += 1
             if why:

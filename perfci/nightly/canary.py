@@ -39,7 +39,6 @@ from perfci.nightly.state import Night
 SUITE = "perfci-canary"  # the canary's runs in the store, apart from every suite's
 KERNEL = "perfci_canary"
 GPU_PCT = 3.0  # the default plant on a GPU night
-ORDER = ("base", "cur", "cur", "base")  # confirm's ABBA round: twin, planted, planted, twin
 
 
 @dataclass(frozen=True)
@@ -142,6 +141,7 @@ class Session:
 
 def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Session:
     from perfci.confirm.analysis import Round
+    from perfci.confirm.session import round_orders
     from perfci.confirm.stopping import look
     from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock
 
@@ -158,10 +158,11 @@ def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Se
         lock = gpu_lock(options.lock_timeout_s, lambda text: print(f"perfci nightly: canary: {text}",
                                                                      file=sys.stderr)) if fast else None
         started = time.monotonic()
+        orders = round_orders("perfci canary")  # confirm's rounds: ABBA / BAAB, twin = base
         try:
             while True:
                 values: dict[str, list] = {"base": [], "cur": []}
-                for side in ORDER:
+                for side in next(orders):
                     values[side].append(_one_run(runner, specs[side], side, session.first, failures))
                 session.rounds.append(Round(base=tuple(values["base"]), cur=tuple(values["cur"])))
                 if len(session.rounds) == 1:
