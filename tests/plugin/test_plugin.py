@@ -47,14 +47,32 @@ def _compare(base: Path, cur: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+def _scattered(path: Path) -> bool:
+    """Whether a case's repeats scattered as compare's disturbed-run guard holds back (a loaded machine)."""
+    import math
+
+    from perfci.stats import robust_spread
+    from perfci.verdict import DISTURBED
+
+    return any(robust_spread([math.log(r) for r in row.repeats_us]) >= DISTURBED.spread_pct / 100.0
+               for row in read_results(path).rows)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """base.csv (as written) and slow.csv (the 48 case 8x slower), from real sessions."""
+    """base.csv (as written) and slow.csv (the 48 case 8x slower), from real sessions.
+
+    A session whose repeats scattered is recorded again, up to three times, as compare advises for a
+    disturbed run: these tests are about the plugin's files and verdicts, not about how busy the
+    machine was (an 8x slowdown against a scattered base is rightly held back as inconclusive)."""
     folder = tmp_path_factory.mktemp("bench")
     (folder / "test_bench.py").write_text(BENCH)
     for name, slow in (("base.csv", "0"), ("slow.csv", "48")):
-        proc = _pytest(folder, "test_bench.py", "--perfci-device", "cpu", "--perfci-out", name, slow=slow)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for _ in range(3):
+            proc = _pytest(folder, "test_bench.py", "--perfci-device", "cpu", "--perfci-out", name, slow=slow)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            if not _scattered(folder / name):
+                break
     return folder
 
 
@@ -92,7 +110,11 @@ def test_compare_reads_the_csv_unchanged_against_itself_and_regressed_against_th
 def test_perfci_compare_fails_the_session_on_the_regression(bench, runs):
     bench.syspathinsert()
     os.environ["PERFCI_TEST_SLOW_N"] = "48"  # monkeypatch (bench) restores it
-    result = bench.runpytest("--perfci-device", "cpu", "--perfci-compare", str(runs / "base.csv"))
+    for _ in range(3):  # a session whose own repeats scattered is run again, as for `runs`
+        result = bench.runpytest("--perfci-device", "cpu", "--perfci-compare", str(runs / "base.csv"),
+                                 "--perfci-out", "session.csv")
+        if result.ret == EXIT_PERF_REGRESSION or not _scattered(bench.path / "session.csv"):
+            break
     assert result.ret == EXIT_PERF_REGRESSION
     result.stdout.fnmatch_lines(["*48x48x48*regressed*", "*a benchmark regressed against*exit 6*"])
 
