@@ -28,16 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfci.confirm.session import ABBA, round_orders  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-BENCH = """import time
-N = {n}
-t = time.perf_counter()
-x = 0
-for i in range(N):
-    x += i
-print(time.perf_counter() - t)
-"""
+from confirm_defaults import BENCH  # noqa: E402  (the same ~0.1 s loop as its CPU sessions)
+from perfci.confirm.session import ABBA, round_orders  # noqa: E402
 
 
 def calibrate(seconds: float) -> int:
