@@ -4,7 +4,7 @@
         --budget 300 --out rounds.jsonl
 
 Each revision gets a git worktree of REPO and its own warm worker
-(perfci.measure.runner.CaseRunner rooted there, as perfci.confirm.warm does);
+(perfci.measure.runner.CaseRunner rooted there, as perfci.measure.sides does);
 every round visits the revisions forward then backward (base aa p3 p5 p5 p3 aa
 base), so for every pair (base, X) a round holds two runs of each, placed
 symmetrically as confirm's ABBA places them. One JSON line per run: round,

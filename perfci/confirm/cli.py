@@ -203,7 +203,7 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
 
 def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str]):
     from perfci.confirm.session import ConfirmConfig
-    from perfci.confirm.warm import suite_spec
+    from perfci.measure.sides import suite_spec
 
     if command or args.results or args.metric or args.json_path or args.csv_column or args.higher_is_better:
         raise PerfciError("--suite measures the suite's cases itself: drop the bench command and the metric "

@@ -17,16 +17,15 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, bench_once, run_command
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError
+from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
 from perfci.results import read_results
 
-if TYPE_CHECKING:
-    from perfci.confirm.warm import SuiteSpec
 
 ABBA = ("base", "cur", "cur", "base")
 BAAB = ("cur", "base", "base", "cur")
@@ -67,7 +66,7 @@ class ConfirmConfig:
     alpha: float = 0.05
     reference: str | None = None  # a --filter expression: the cases declared untouched; None: each on its own
     arguments: dict = field(default_factory=dict)
-    suite: "SuiteSpec | None" = None  # --suite: warm workers measure these cases (perfci.confirm.warm)
+    suite: SuiteSpec | None = None  # --suite: warm workers measure these cases (perfci.measure.sides)
 
 
 @dataclass(frozen=True)
@@ -148,10 +147,10 @@ def run(cfg: ConfirmConfig, progress: Progress,
         if cfg.suite is None:
             judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side))
         else:
-            from perfci.confirm.warm import WarmSides, first_rows
-
-            with WarmSides(cfg.suite, sides, progress.note) as warm:
-                judgement, rounds = _rounds(cfg, sides, progress, decide, warm.measure)
+            with WarmSides(cfg.suite, progress.note) as warm:
+                for side in sides:
+                    warm.open(side.name, side.path)
+                judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure_warm(warm, side))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
         return judgement, rounds, sides
     finally:
@@ -203,7 +202,6 @@ def configured_build(repo_path: Path) -> str | None:
     import shlex
 
     from perfci.config import load_config
-    from perfci.confirm.warm import below_top
 
     config = load_config(repo_path)
     if config.build is None:
@@ -274,6 +272,11 @@ def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], s
         side = failed[0]
         raise PerfciError(f"the bench failed at {side.name.upper()} {side.ref} ({side.sha[:12]}) only: "
                           f"{why[side.name]}")
+
+
+def _measure_warm(warm: WarmSides, side: Side) -> tuple[dict[Key, float], str]:
+    run = warm.measure(side.name)
+    return dict(run.values), run.why_not
 
 
 def _measure(cfg: ConfirmConfig, side: Side) -> tuple[dict[Key, float], str]:

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from perfci.errors import PerfciError
 from perfci.procs import kill_process_group
@@ -63,8 +63,8 @@ ISOLATIONS = ("shared", "fork", "run", "spawn")
 SERVER_START_TIMEOUT_S = 300.0  # importing torch can take long on a cold disk
 
 
-def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
-    """An exclusive lock for the GPU this process would use.
+def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None], env: Mapping[str, str] | None = None):
+    """An exclusive lock for the GPU this process (or one started with ``env``) would use.
 
     Two perfci jobs on one GPU would each measure the other's load; the lock
     makes the second wait. The lock directory is shared by every user of the
@@ -76,7 +76,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
 
     lock_dir = Path(os.environ.get("PERFCI_LOCK_DIR", Path(tempfile.gettempdir()) / "perfci-locks"))
     lock_dir.mkdir(parents=True, exist_ok=True)
-    name = gpu_lock_name(os.environ)
+    name = gpu_lock_name(os.environ if env is None else env)
     lock = FileLock(str(lock_dir / f"gpu-{name}.lock"))
     try:
         lock.acquire(timeout=0)
@@ -90,8 +90,9 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
     return lock  # acquired: the caller releases it
 
 
-def _worker_env(root: Path, device: str | None, tool: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def _worker_env(root: Path, device: str | None, tool: Path | None = None,
+                extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ, **(extra or {}))
     # Kernels come from the project checkout (so bisect and confirm measure each
     # commit's own); perfci itself from ``tool``, a folder holding only a link to
     # this process's package, so the worker speaks this parent's protocol even
@@ -235,9 +236,10 @@ class CaseRunner:
     without importing torch in this process.
     """
 
-    def __init__(self, options: RunOptions, root: Path):
+    def __init__(self, options: RunOptions, root: Path, env: Mapping[str, str] | None = None):
         self.options = options
         self.root = root
+        self.env = dict(env or {})  # on top of this process's environment: a side's GPU, its autotune cache
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._server: WorkerServer | None = None
         self._servers_started = 0
@@ -267,7 +269,7 @@ class CaseRunner:
         log = self.workdir / f"server{self._servers_started}.log"
         self._servers_started += 1
         server = WorkerServer(self.options.worker, self.options.isolation,
-                              _worker_env(self.root, self._device, self.workdir / "tool"), log,
+                              _worker_env(self.root, self._device, self.workdir / "tool", self.env), log,
                               cwd=self.workdir / "tool")  # `python -m` puts the cwd first on sys.path
         if self._device is not None:
             server.configure(self._device)
@@ -351,7 +353,7 @@ class CaseRunner:
             proc = subprocess.Popen(
                 [*self.options.worker, str(req_path), str(res_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_env(self.root, self._device, self.workdir / "tool"),
+                env=_worker_env(self.root, self._device, self.workdir / "tool", self.env),
                 cwd=self.workdir / "tool",  # `python -m` puts the cwd first on sys.path
                 start_new_session=True,  # its own process group, so a kill takes its children too
             )
