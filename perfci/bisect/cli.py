@@ -96,6 +96,7 @@ def add_parser(subparsers) -> None:
         "bisect", help="find the commit that made a benchmark slower",
         description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="perfci bisect [options] GOOD BAD -- BENCH_CMD [ARG ...]\n"
+              "       perfci bisect [options] GOOD BAD --suite NAME --case KEY\n"
               "       perfci bisect --abort | --resume",
     )
     p.add_argument("good", nargs="?", metavar="GOOD", help="a commit where the bench is fast")
@@ -135,6 +136,15 @@ def add_parser(subparsers) -> None:
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run (and its whole process group) after S seconds; counts as a failed run")
     r.add_argument("--first-parent", action="store_true", help="follow only the first parent of merges")
+    w = p.add_argument_group("a suite's case, measured by warm workers (instead of BENCH_CMD)")
+    w.add_argument("--suite", metavar="NAME",
+                   help="measure --case of this suite (as perfci run does) from a warm worker per commit: no "
+                        "interpreter, torch import or autotuning per run (docs/bisect.md); no BENCH_CMD")
+    w.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                   help="with --suite: where the case runs (default auto)")
+    w.add_argument("--isolation", choices=("run", "fork", "shared"), default="run",
+                   help="with --suite: a fresh process (device context) per run (default), per case and run, "
+                        "or one per commit")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="probe N commits at once, each in its own slot of worktrees and GPU (default 1)")
     r.add_argument("--gpus", metavar="LIST",
@@ -158,8 +168,8 @@ def add_parser(subparsers) -> None:
 def _split_command(args) -> None:
     """Separate our options given after GOOD BAD from BENCH_CMD at the '--'."""
     words = list(args.command or [])
-    if "--" in words:
-        cut = words.index("--")
+    if "--" in words or words[:1] and words[0].startswith("-"):  # no '--': every word is ours (--suite)
+        cut = words.index("--") if "--" in words else len(words)
         ours, words = words[:cut], words[cut + 1:]
         if ours:
             # Re-parsing resets the positionals to their defaults; keep the ones already read.
@@ -171,11 +181,33 @@ def _split_command(args) -> None:
 
 RESUMED = ("good", "bad", "command", "metric", "json_path", "csv_column", "case", "csv_file", "higher_is_better",
            "budget", "total_budget", "min_rounds", "min_effect", "build", "timeout", "first_parent", "jobs", "gpus",
-           "repo", "format", "plot")
+           "repo", "format", "plot", "suite", "device", "isolation")
 
 
 def _arguments_for_resume(args) -> dict:
     return {k: getattr(args, k) for k in RESUMED}
+
+
+def _suite_bench(args):
+    """``--suite``: the case it names, and the BenchSpec that keys its rounds in the cache (no command runs)."""
+    from perfci.benchcmd import BenchSpec
+    from perfci.benchmetric import MetricSpec
+    from perfci.measure.sides import suite_spec
+
+    if args.command:
+        raise PerfciError("--suite measures the suite's case itself: drop the bench command after '--'")
+    if args.metric or args.json_path or args.csv_column or args.csv_file or args.higher_is_better:
+        raise PerfciError("--suite reads the case's median_us itself: drop --metric, --json-path, --csv-column, "
+                          "--csv-file and --higher-is-better")
+    if not args.case:
+        raise PerfciError("--suite needs --case: the one case to bisect ('kernel,shape,dtype' or a unique part)")
+    # the suite and its case as the repository's checkout declares them
+    spec = suite_spec(args.suite, None, None, args.device, 7, args.timeout, args.isolation, case=args.case,
+                      start=args.repo)
+    case = ",".join(spec.cases[0].key)
+    metric = MetricSpec(csv_column="median_us", case=case, csv_file=f"suite {spec.suite}")
+    command = ("perfci-suite", spec.suite, case, args.device, args.isolation)
+    return spec, BenchSpec(command, args.build, metric, args.timeout)
 
 
 def _config(args, pause: Pause):
@@ -185,9 +217,15 @@ def _config(args, pause: Pause):
 
     if not args.good or not args.bad:
         raise PerfciError("give GOOD and BAD commits, then '--' and the bench command (see --help)")
-    if not args.command:
-        raise PerfciError("no bench command: put it after '--', e.g. perfci bisect v1 HEAD -- ./bench.sh")
-    metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
+    suite = None
+    if args.suite:
+        suite, bench = _suite_bench(args)
+    elif not args.command:
+        raise PerfciError("no bench command: put it after '--', e.g. perfci bisect v1 HEAD -- ./bench.sh "
+                          "(or measure a suite's case with --suite NAME --case KEY)")
+    else:
+        metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
+        bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
     if args.repeats is not None or args.max_repeats is not None:
         raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
                           "resolved; bound it with --budget SECONDS (and --min-rounds N)")
@@ -202,11 +240,10 @@ def _config(args, pause: Pause):
     if args.timeout is not None and args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
-    bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better,
                         min_effect_pct=args.min_effect, budget_s=args.budget, total_budget_s=args.total_budget,
                         min_rounds=args.min_rounds, first_parent=args.first_parent, jobs=args.jobs, gpus=gpus,
-                        arguments=_arguments_for_resume(args), pause=pause)
+                        suite=suite, arguments=_arguments_for_resume(args), pause=pause)
 
 
 class _Progress(Console):

@@ -41,6 +41,7 @@ from perfci.bisect.core import (
 )
 from perfci.bisect.rules import ProbeStatus, StepStatus
 from perfci.errors import PerfciError
+from perfci.measure.sides import SuiteSpec
 
 # The phases where a signal must still leave the user's repository intact, in the order a
 # bisect reaches them: "checkout" and "build" in perfci.bisect.trees, "bench" in Measurer,
@@ -63,6 +64,7 @@ class BisectConfig:
     first_parent: bool = False
     jobs: int = 1
     gpus: tuple[str, ...] | None = None
+    suite: SuiteSpec | None = None  # --suite: each commit measured by a warm worker (perfci.measure.sides)
     arguments: dict = field(default_factory=dict)  # the CLI's options, kept for --resume
     pause: gitsession.Pause = field(default=gitsession.no_pause, compare=False)  # called at each of PHASES
 

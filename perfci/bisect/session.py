@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
@@ -22,8 +23,10 @@ from perfci.bisect.cache import Cache
 from perfci.bisect.core import BisectResult, StepRecord, Verdict
 from perfci.bisect.result import to_result
 from perfci.bisect.search import BisectConfig, Measurer, Progress, search_in_slots
-from perfci.bisect.trees import GitSlot, SlotTrees, Worktrees
+from perfci.bisect.trees import TREES_PER_SLOT, GitSlot, SlotTrees, WarmSlot, Worktrees
 from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
+from perfci.measure.sides import WarmSides
 
 GPU_ENV_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
@@ -84,7 +87,8 @@ def prepare(cfg: BisectConfig):
     commits = git.commit_range(repo, good, bad, cfg.first_parent)
     if not commits:
         raise PerfciError(f"the range {cfg.good}..{cfg.bad} is empty")
-    _check_bench_command(repo, cfg.bench.command, bad)
+    if cfg.suite is None:
+        _check_bench_command(repo, cfg.bench.command, bad)
     return repo, journal_path, good, bad, commits
 
 
@@ -157,20 +161,34 @@ def _restore(repo, journal: gitsession.Journal, pause: gitsession.Pause) -> list
     return warnings
 
 
+def _slots(cfg, worktrees: Worktrees, cache: Cache, gpus, progress, stack: ExitStack) -> list:
+    """A slot per ``--jobs``: bench runs in its trees, or (``--suite``) warm workers there, on its GPU."""
+    slots = []
+    for i in range(cfg.jobs):
+        gpu = gpus[i] if gpus and (cfg.jobs > 1 or cfg.gpus) else None
+        env = _slot_env(gpu)
+        if cfg.suite is None:
+            slots.append(GitSlot(f"slot{i}", SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache), env))
+            continue
+        gpu_env = {var: gpu for var in GPU_ENV_VARS} if gpu is not None else {}
+        sides = stack.enter_context(WarmSides(cfg.suite, progress.note, capacity=TREES_PER_SLOT, env=gpu_env))
+        trees = SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache, on_move=sides.close)
+        slots.append(WarmSlot(f"slot{i}", trees, sides))
+    return slots
+
+
 def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectResult:
     journal.update(phase="measuring")
     cache = Cache(git.state_dir(repo) / "cache.json")
     worktrees = Worktrees(repo, journal, cfg.pause)
-    slots = []
-    for i in range(cfg.jobs):
-        env = _slot_env(gpus[i] if gpus and (cfg.jobs > 1 or cfg.gpus) else None)
-        slots.append(GitSlot(f"slot{i}", SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache), env))
-    if cfg.jobs > 1:
-        where = f", GPUs {','.join(gpus[:cfg.jobs])}" if gpus else ""
-        progress.note(f"{cfg.jobs} slots, each with its own worktrees under the system temp folder{where}")
     order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
     measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
-    out = search_in_slots(cfg, slots, good, bad, commits, measurer, progress)
+    with ExitStack() as stack:  # the warm workers stop before the worktrees they run in are removed
+        slots = _slots(cfg, worktrees, cache, gpus, progress, stack)
+        if cfg.jobs > 1:
+            where = f", GPUs {','.join(gpus[:cfg.jobs])}" if gpus else ""
+            progress.note(f"{cfg.jobs} slots, each with its own worktrees under the system temp folder{where}")
+        out = search_in_slots(cfg, slots, good, bad, commits, measurer, progress)
 
     def describe(sha: str) -> tuple[dict, str]:
         return git.commit_info(repo, sha), git.diff_stat(repo, sha)
@@ -207,8 +225,6 @@ def _replay_marks(repo, worktrees: Worktrees, good: str, bad: str, first_parent:
     if result.status != "culprit" and "# first bad commit:" in log:
         log += f"\n# perfci: not confirmed ({result.status}, exit {result.exit_code}): {result.message}"
     if log:
-        from perfci.files import atomic_write_text
-
         atomic_write_text(git.state_dir(repo) / "bisect.log", log + "\n")
     return log
 

@@ -19,12 +19,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, RunOutcome, bench_once, run_command
 from perfci.bisect.cache import Cache
 from perfci.errors import PerfciError
+from perfci.measure.sides import WarmSides
 
 # lo, m and hi of a probe round, and one more so the commit just left behind (the old
 # bracket end) is often still there when the search comes back to it.
@@ -69,7 +70,8 @@ class SlotTrees:
     """One slot's trees: ``prepare`` makes a round's commits ready, ``path`` says where each is."""
 
     def __init__(self, worktrees: Worktrees, name: str, bench: BenchSpec, env: dict, cache: Cache,
-                 capacity: int = TREES_PER_SLOT):
+                 capacity: int = TREES_PER_SLOT, on_move: Callable[[str], None] = lambda sha: None):
+        self.on_move = on_move  # told the commit whose tree is about to be checked out to another
         self.worktrees = worktrees
         self.name = name
         self.bench = bench
@@ -111,6 +113,7 @@ class SlotTrees:
         else:
             old = next(s for s in self._trees if s not in keep)
             tree = self._trees.pop(old)
+            self.on_move(old)
             self.worktrees.move(tree.path, sha)
             tree.built = False
         self.worktrees.pause("checkout")
@@ -134,3 +137,29 @@ class GitSlot:
 
     def run(self, sha: str) -> RunOutcome:
         return bench_once(self.trees.bench, self.trees.path(sha), dict(self.env, PERFCI_BISECT_COMMIT=sha))
+
+
+@dataclass
+class WarmSlot:
+    """A slot whose runs are a warm worker's (``perfci bisect --suite``): one side per commit in its trees.
+
+    A commit's worker starts at its first run, in the commit's tree after its
+    build, and closes when the tree moves to another commit (``SlotTrees.on_move``).
+    """
+
+    name: str
+    trees: SlotTrees
+    sides: WarmSides
+
+    def prepare(self, shas: Sequence[str]) -> dict[str, str]:
+        return self.trees.prepare(shas)
+
+    def run(self, sha: str) -> RunOutcome:
+        try:
+            self.sides.open(sha, self.trees.path(sha))
+        except PerfciError as err:
+            return RunOutcome(None, f"the warm worker did not start: {err.message}")
+        run = self.sides.measure(sha)
+        if not run.values:
+            return RunOutcome(None, run.why_not)
+        return RunOutcome(next(iter(run.values.values())))

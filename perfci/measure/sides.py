@@ -204,13 +204,14 @@ def first_rows(first: dict[str, dict[CaseKey, tuple]], suite: str) -> dict[str, 
 
 def suite_spec(suite: str, filter_expr: str | None, cases_file: str | None, device: str,
                repeats: int, timeout_s: float | None, isolation: str = "run",
-               case: str | None = None) -> SuiteSpec:
+               case: str | None = None, start: str | Path | None = None) -> SuiteSpec:
     """Load and select the cases from the current checkout's suites (as ``perfci run`` does).
 
     ``case`` names one case as bisect's ``--case`` does: ``kernel,shape,dtype``
-    exactly, or a substring unique in ``kernel shape dtype``.
+    exactly, or a substring unique in ``kernel shape dtype``. ``start``: where
+    the project is looked for (default: the working directory).
     """
-    root = project_root()
+    root = project_root(start)
     loaded = load_suite(suite, root)
     keys = load_case_keys(cases_file) if cases_file else None
     if keys is not None and not keys:

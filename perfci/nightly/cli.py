@@ -7,6 +7,7 @@ from pathlib import Path
 
 from perfci.args import at_least, percentage
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
+from perfci.nightly.core import NIGHT_BUDGET_S
 
 DESCRIPTION = """\
 One night of CI in one command, each stage's outcome in DIR/verdict.json:
@@ -124,6 +125,10 @@ def add_parser(subparsers) -> None:
                    help="plant a PCT%% slowdown in the canary (default 3 on a GPU night; a CPU night has no "
                         "canary unless given, e.g. --canary 100)")
     c.add_argument("--no-canary", action="store_true", help="measure no canary tonight")
+    p.add_argument("--budget", type=_seconds, default=NIGHT_BUDGET_S, metavar="S",
+                   help=f"the whole night's seconds (default {NIGHT_BUDGET_S:.0f}): confirm gets half of what is "
+                        f"left when it starts (at most its own 600 s), bisect the rest less 30 s for the reports; "
+                        f"each at least 60 s. A --budget in --confirm-args or --total-budget in --bisect-args wins")
     p.add_argument("--canary-budget", type=_seconds, default=60.0, metavar="S",
                    help="the canary's interleaved rounds stop after S seconds at most (default 60); their "
                         "looks and minimum effect are confirm's, with --confirm-args")
@@ -168,7 +173,7 @@ def main(args: argparse.Namespace) -> int:
         bisect_args=split_args(args.bisect_args, "--bisect-args"),
         bench_args=split_args(args.bench_args, "--bench-args"), bench=args.bench, build=args.build,
         device_label=args.device_label, canary=args.canary, canary_off=args.no_canary,
-        canary_budget_s=args.canary_budget)
+        canary_budget_s=args.canary_budget, budget_s=args.budget)
     if cfg.out.exists() and not cfg.out.is_dir():
         raise PerfciError(f"--out {cfg.out}: not a directory")
     if cfg.noise_profile:  # before any stage runs: a bad profile is bad input, said in one line

@@ -419,3 +419,28 @@ def verdict_dict(o: Outcome, d: Decision) -> dict:
             "rates_lines": [] if o.canary_rates is None else o.canary_rates.lines()},
         "notes": list(o.notes), "files": list(o.files),
     }
+
+
+# --------------------------------------------------------------------------- the night's budget
+
+NIGHT_BUDGET_S = 900.0  # the whole night, measuring to reports (--budget): a team keeps a 15-minute night on
+MIN_STAGE_S = 60.0  # confirm or bisect always gets this much, however late it starts: a verdict, not a hang
+CONFIRM_SHARE = 0.5  # of what is left when confirm starts, when bisect may follow; the rest is bisect's
+REPORT_RESERVE_S = 30.0  # kept back from bisect for the history, the plots and the reports
+
+
+def stage_budget(stage: str, night_budget_s: float, elapsed_s: float, bisect_follows: bool,
+                 stage_default_s: float) -> float:
+    """Seconds ``stage`` ("confirm" or "bisect") may measure, out of the night's budget.
+
+    confirm takes :data:`CONFIRM_SHARE` of what is left when bisect may follow
+    (all but the report reserve otherwise), never more than its own default;
+    bisect takes what is left less the report reserve. Each gets at least
+    :data:`MIN_STAGE_S`, so a night that ran late still ends with a verdict,
+    undecided if need be (exit 3), rather than going on past its budget for long.
+    """
+    left = night_budget_s - elapsed_s - REPORT_RESERVE_S
+    if stage == "confirm":
+        share = left * CONFIRM_SHARE if bisect_follows else left
+        return max(MIN_STAGE_S, min(stage_default_s, share))
+    return max(MIN_STAGE_S, left)

@@ -12,11 +12,13 @@ import csv
 import json
 import shlex
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import ContextManager
 
 from perfci import git
+from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.nightly import core
@@ -200,8 +202,11 @@ def confirm(n: Night) -> tuple[str, str]:
     # regression itself; judged relative to each other (confirm's default) it would cancel out.
     # On a 2-GPU H200, a change that slowed most cases of a confirm session by ~20% read as
     # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/group-prefill-and-stages).
+    budget = _budget(n, "confirm", DEFAULT_BUDGET_S)
+    # The night's share first: a --budget in --confirm-args comes later and wins.
     words = ["confirm", n.good_sha, n.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
-             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]), *n.cfg.confirm_args]
+             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]),
+             "--budget", f"{budget:.0f}", *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
         from perfci.nightly.bench import argv
 
@@ -227,6 +232,15 @@ def confirm(n: Night) -> tuple[str, str]:
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
     return core.OK, (f"{n.good_sha[:12]} -> {n.sha[:12]}: {told} "
                      f"({report['summary'].get('rounds', '?')} rounds)")
+
+
+def _budget(n: Night, stage: str, default_s: float) -> float:
+    """The stage's seconds out of the night's ``--budget`` (:func:`core.stage_budget`), said in the summary."""
+    elapsed = time.monotonic() - n.started
+    seconds = core.stage_budget(stage, n.cfg.budget_s, elapsed, n.cfg.bisect, default_s)
+    n.notes.append(f"{stage} given {seconds:.0f} s of the night's {n.cfg.budget_s:.0f} s budget, "
+                   f"{elapsed:.0f} s in")
+    return seconds
 
 
 def _confirm_source(n: Night, flagged: Path) -> list[str]:
@@ -283,24 +297,36 @@ def bisect(n: Night) -> tuple[str, str]:
     case_json = json.dumps({"cases": [{"kernel": kernel, "shape": shape, "dtype": dtype,
                                        "verdict": "regressed"}]}) + "\n"
     atomic_write_text(n.cfg.out / "bisect-case.json", case_json)
-    with tempfile.TemporaryDirectory(prefix="perfci-nightly-") as tmp:
-        case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
-        case_file.write_text(case_json, encoding="utf-8")
-        bench, results = _bisect_bench(n, case_file)
-        case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
-        words = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json",
-                 "-C", str(n.repo_root), "--csv-column", "median_us", "--case", case, "--csv-file", results,
-                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n), *n.cfg.bisect_args,
-                 "--", *bench]
-        leftover = n.repo_root / results
-        there = leftover.exists()
+    case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
+    budget = _budget(n, "bisect", 0.0)
+    common = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json", "--case", case,
+              "--total-budget", f"{budget:.0f}",
+              "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n), *n.cfg.bisect_args]
+    if n.cfg.bench is None and not n.cfg.bench_args:
+        # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
+        # torch import or autotuning per run. Run in the project root, where the suite is found.
+        words = [*common, "-C", str(n.where), "--suite", n.suite_word, "--device", n.cfg.device]
         try:
             with checkout_lock(n):
-                child = run_perfci(words, n.repo_root)
+                child = run_perfci(words, n.where)
         finally:
-            if not there:  # the bench's results file at the last commit measured in this tree
-                leftover.unlink(missing_ok=True)
             _rebuild_checkout(n)
+    else:
+        with tempfile.TemporaryDirectory(prefix="perfci-nightly-") as tmp:
+            case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
+            case_file.write_text(case_json, encoding="utf-8")
+            bench, results = _bisect_bench(n, case_file)
+            words = [*common, "-C", str(n.repo_root), "--csv-column", "median_us", "--csv-file", results,
+                     "--", *bench]
+            leftover = n.repo_root / results
+            there = leftover.exists()
+            try:
+                with checkout_lock(n):
+                    child = run_perfci(words, n.repo_root)
+            finally:
+                if not there:  # the bench's results file at the last commit measured in this tree
+                    leftover.unlink(missing_ok=True)
+                _rebuild_checkout(n)
     code = expect(child, (0, 2, 3))
     try:
         report = parse_json(child)

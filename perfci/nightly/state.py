@@ -6,6 +6,7 @@ at the end.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ class NightConfig:
     canary: float | None = None  # --canary PCT; None: 3 on a GPU night, none on a CPU night (perfci.nightly.canary)
     canary_off: bool = False  # --no-canary
     canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds stop after this many seconds
+    budget_s: float = core.NIGHT_BUDGET_S  # --budget: the whole night; confirm and bisect share what is left
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Night:
     """What the stages found so far (mutable; frozen into a core.Outcome at the end)."""
 
     cfg: NightConfig
+    started: float = field(default_factory=time.monotonic)  # the night's budget counts from here
     repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
     where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
     subdir: str = ""  # the project root relative to the repository's top ("" when they are one)

@@ -175,3 +175,18 @@ def test_reports_write_times_for_people_and_verdict_json_is_strict_json():
     issue = render.issue_md(o, d)
     assert issue.startswith("## perfci-nightly cpu tiny: ") and "c" * 40 in issue and "kernels/gemv.py" in issue
     assert "e+0" not in render.summary_md(o, d)
+
+
+def test_confirm_takes_half_of_what_is_left_when_bisect_may_follow_and_never_more_than_its_default():
+    # 900 s night, 100 s in: 770 s left after the report reserve; half is 385 s
+    assert core.stage_budget("confirm", 900.0, 100.0, True, 600.0) == pytest.approx(385.0)
+    # no bisect after it: all that is left, capped by confirm's own default
+    assert core.stage_budget("confirm", 900.0, 100.0, False, 600.0) == pytest.approx(600.0)
+    assert core.stage_budget("confirm", 900.0, 500.0, False, 600.0) == pytest.approx(370.0)
+
+
+def test_bisect_takes_the_rest_and_a_late_stage_still_gets_its_minimum():
+    assert core.stage_budget("bisect", 900.0, 400.0, True, 0.0) == pytest.approx(470.0)
+    # past the budget already: each stage still gets enough to reach a verdict (undecided if need be)
+    assert core.stage_budget("bisect", 900.0, 2000.0, True, 0.0) == core.MIN_STAGE_S
+    assert core.stage_budget("confirm", 900.0, 2000.0, True, 600.0) == core.MIN_STAGE_S
