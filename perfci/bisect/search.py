@@ -188,14 +188,15 @@ class Measurer:
         for rnd in rounds:
             self._remember(rnd, roles)
         contrasts: list[float] = []
-        for rnd in rounds:  # replay: the same looks, so the same verdict, without a run
+        for i, rnd in enumerate(rounds):  # replay: the same looks, so the same verdict, without a run
             c = rules.pair_contrast(rnd, cfg.higher_is_better)
             if c is None:
                 continue
             contrasts.append(c)
-            decision = decide(rules.look(contrasts, rule), cfg.min_effect_pct)
-            if decision.status != StepStatus.OPEN:
-                return self._pair_outcome(decision, rounds, contrasts, cached_seconds, kind)
+            for lk in (rules.early_look(rounds[:i + 1], rule, cfg.higher_is_better), rules.look(contrasts, rule)):
+                decision = decide(lk, cfg.min_effect_pct)
+                if decision.status != StepStatus.OPEN:
+                    return self._pair_outcome(decision, rounds, contrasts, cached_seconds, kind)
         cannot = {}
         for slot_failures in run_parallel(pool, [(slot.prepare, ([a, b],)) for slot in slots]):
             cannot.update(slot_failures)
@@ -224,10 +225,14 @@ class Measurer:
                     self.cache.put_rounds(key, kind, rounds, cached_seconds + self.clock() - started)
                     return self._cannot_measure(kind, sha, self.reason(sha) or "its runs failed", a, rounds,
                                                 contrasts, cached_seconds + self.clock() - started)
+            early = rules.early_look(rounds, rule, cfg.higher_is_better)
             lk = rules.look(contrasts, rule, since=since)
-            if lk is not None:
+            if lk is not None or early is not None:
                 self.cache.put_rounds(key, kind, rounds, cached_seconds + self.clock() - started)
-            decision = decide(lk, cfg.min_effect_pct)
+            decision = decide(early, cfg.min_effect_pct) if early is not None else rules.StepDecision(
+                StepStatus.OPEN, None)
+            if decision.status == StepStatus.OPEN:
+                decision = decide(lk, cfg.min_effect_pct)
             if decision.status != StepStatus.OPEN:
                 break
         seconds = cached_seconds + self.clock() - started

@@ -153,3 +153,49 @@ def test_rounds_needed_grows_as_the_margin_shrinks():
     wide, narrow = rules.rounds_needed(d, 0.03, rule), rules.rounds_needed(d, 0.01, rule)
     assert wide is not None and narrow is not None and narrow > 4 * wide
     assert rules.rounds_needed(d, 0.0, rule) is None and rules.rounds_needed(d[:1], 0.03, rule) is None
+
+
+def _pair_rounds(a: float, b: float, noise: tuple[float, ...]) -> list:
+    """Two rounds, abba then baab, with each run's own factor from ``noise`` (8 values)."""
+    orders = (("a", "b", "b", "a"), ("b", "a", "a", "b"))
+    runs = iter(noise)
+    return [tuple((role, (a if role == "a" else b) * math.exp(next(runs))) for role in order) for order in orders]
+
+
+def test_a_step_many_times_its_scatter_is_decided_at_two_rounds():
+    rule = SequentialRule()
+    rounds = _pair_rounds(100.0, 120.0, (0.004, -0.003, 0.005, -0.002, 0.001, 0.003, -0.004, 0.002))
+    lk = rules.early_look(rounds, rule)
+    assert lk is not None and lk.n == 2 and lk.level == pytest.approx(rule.alpha * rule.early_share)
+    assert rules.decide_endpoints(lk, 2.0).status == rules.StepStatus.REAL
+    assert rules.decide_culprit(lk, 2.0).status == rules.StepStatus.REAL
+
+
+def test_two_rounds_of_a_drifting_machine_decide_nothing():
+    rule = SequentialRule()
+    rounds = _pair_rounds(100.0, 108.0, (0.12, -0.08, 0.1, -0.15, 0.05, 0.11, -0.09, 0.02))
+    lk = rules.early_look(rounds, rule)
+    assert lk is not None
+    assert rules.decide_endpoints(lk, 2.0).status == rules.StepStatus.OPEN
+
+
+def test_middle_runs_in_another_state_are_caught_by_the_two_orders_disagreeing():
+    # A machine 20% slower for the two middle runs of each round: within each round the two runs of a
+    # side agree exactly, so the within-round scatter alone would read a 20% step from identical commits.
+    rule = SequentialRule()
+    rounds = _pair_rounds(100.0, 100.0, (0.0, 0.2, 0.2, 0.0, 0.0, 0.2, 0.2, 0.0))
+    lk = rules.early_look(rounds, rule)
+    assert lk is not None and lk.low < 0.0 < lk.high
+    assert rules.decide_endpoints(lk, 2.0).status != rules.StepStatus.REAL
+
+
+def test_no_early_look_on_a_failed_run_three_rounds_or_when_switched_off():
+    rule = SequentialRule()
+    rounds = _pair_rounds(100.0, 120.0, (0.0,) * 8)
+    failed = [rounds[0], (("b", None), ("a", 100.0), ("a", 100.0), ("b", 120.0))]
+    assert rules.early_look(failed, rule) is None
+    assert rules.early_look(rounds + rounds[:1], rule) is None
+    assert rules.early_look(rounds, SequentialRule(early_share=0.0)) is None
+    # the later looks spend what the early one does not: alpha in all
+    total = rule.early_level + sum(rule.level(k) for k in range(1, 10_000))
+    assert total == pytest.approx(rule.alpha, rel=1e-3)
