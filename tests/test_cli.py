@@ -81,3 +81,50 @@ def test_argparse_usage_and_help_are_still_their_own_exits(capsys):
     with pytest.raises(SystemExit) as shown:
         cli.main(["compare", "--help"])
     assert shown.value.code == 0
+
+
+KERNEL_REPO = ROOT / "examples" / "kernel-repo"
+EXITS_AT_IMPORT = {
+    "exit-0": ("import sys\nsys.exit(0)\n", "(it called sys.exit(0) while importing)"),
+    "exit-message": ("raise SystemExit('kernels need a GPU')\n",
+                     "(it called sys.exit('kernels need a GPU') while importing)"),
+    "pytest-skip": ("import pytest\npytest.skip('no GPU', allow_module_level=True)\n", "(Skipped: no GPU)"),
+    "base-exception": ("class Odd(BaseException):\n    pass\nraise Odd('odd')\n", "(Odd: odd)"),
+}
+
+
+def kernel_repo_with(tmp_path: Path, body: str) -> Path:
+    """The example kernel repository, with a second kernel module in [tool.perfci] kernels that runs ``body``."""
+    repo = tmp_path / "repo"
+    subprocess.run(["cp", "-r", str(KERNEL_REPO), str(repo)], check=True)
+    (repo / "kernels" / "quit.py").write_text(body)
+    pyproject = repo / "pyproject.toml"
+    text = pyproject.read_text()
+    assert 'kernels = ["kernels.perf"]' in text
+    pyproject.write_text(text.replace('kernels = ["kernels.perf"]', 'kernels = ["kernels.perf", "kernels.quit"]'))
+    return repo
+
+
+def perfci_in(repo: Path, *args: object) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "perfci", *map(str, args)], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", list(EXITS_AT_IMPORT))
+def test_perfci_run_is_one_line_and_exit_2_when_a_kernel_module_exits_at_import(tmp_path, name):
+    body, fragment = EXITS_AT_IMPORT[name]
+    repo = kernel_repo_with(tmp_path, body)
+    done = perfci_in(repo, "run", "gemm", "--device", "cpu", "--out", tmp_path / "r.csv")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("perfci: error: ") and f"cannot import kernels.quit {fragment}" in line
+
+
+def test_perfci_nightly_is_not_green_when_a_kernel_module_exits_0_at_import(tmp_path):
+    repo = kernel_repo_with(tmp_path, EXITS_AT_IMPORT["exit-0"][0])
+    done = perfci_in(repo, "nightly", "gemm", "--out", tmp_path / "n", "--device", "cpu", "--no-canary")
+    assert done.returncode == 2, done.stderr
+    assert "cannot import kernels.quit (it called sys.exit(0) while importing)" in done.stderr
+    verdict = (tmp_path / "n" / "verdict.json").read_text()
+    assert '"exit_code": 2' in verdict and (tmp_path / "n" / "summary.md").exists()
