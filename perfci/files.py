@@ -21,7 +21,7 @@ from perfci.errors import PerfciError
 
 MAX_INPUT_ENV = "PERFCI_MAX_INPUT_MB"
 DEFAULT_MAX_INPUT_MB = 256  # a 1M-row results CSV is about 200 MiB; raise it with PERFCI_MAX_INPUT_MB
-_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"),
                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                 (stat.S_ISSOCK, "a socket"))
 
@@ -141,7 +141,9 @@ def _check_regular(path: str, kind: str, info: os.stat_result, limit: int) -> No
         if test(info.st_mode):
             if what == "a directory":
                 raise PerfciError(f"{path}: is a directory, not a {kind} file")
-            link = f" (a symbolic link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+            target = os.path.realpath(path)
+            # /dev/fd/N links to "pipe:[...]", which names nothing worth showing.
+            link = f" (a symbolic link to {target})" if os.path.islink(path) and os.path.exists(target) else ""
             raise PerfciError(f"{path}: is {what}{link}, not a {kind} file (perfci reads only regular files)")
     if info.st_size > limit:
         raise PerfciError(_too_large(path, kind, f"{info.st_size / (1 << 20):.0f} MiB", limit))

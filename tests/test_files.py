@@ -73,8 +73,8 @@ def not_regular(tmp_path, what: str) -> str:
 
 
 @pytest.mark.parametrize("what, why", [
-    ("fifo", "is a FIFO (named pipe), not a CSV file (perfci reads only regular files)"),
-    ("link-to-fifo", "is a FIFO (named pipe) (a symbolic link to"),
+    ("fifo", "is a pipe (FIFO), not a CSV file (perfci reads only regular files)"),
+    ("link-to-fifo", "is a pipe (FIFO) (a symbolic link to"),
     ("link-to-dev-zero", "is a character device (a symbolic link to /dev/zero), not a CSV file"),
     ("/dev/zero", "/dev/zero: is a character device, not a CSV file"),
     ("/dev/urandom", "/dev/urandom: is a character device"),
@@ -94,7 +94,7 @@ def test_a_pipe_is_refused(tmp_path):
     read_end, write_end = os.pipe()
     try:
         os.write(write_end, b"kernel,shape\n")
-        with pytest.raises(PerfciError, match="is a FIFO"):
+        with pytest.raises(PerfciError, match=r"fd/[0-9]+: is a pipe \(FIFO\), not a CSV file"):
             read_input_text(f"/dev/fd/{read_end}", "CSV")
     finally:
         os.close(read_end)
