@@ -13,6 +13,7 @@ import sys
 import traceback
 
 from perfci import __version__
+from perfci.console import tolerate_closed_pipes
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError, internal_error_line
 
 EPILOG = """\
@@ -39,11 +40,20 @@ examples:
 """
 
 
+class _ParserExit(SystemExit):
+    """argparse's own exit (--help, a usage error): meant, unlike a SystemExit from code perfci calls."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on usage errors already; keep its message to one line."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            self._print_message(message, sys.stderr)
+        raise _ParserExit(status)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,18 +87,25 @@ def main(argv: list[str] | None = None, **seams: object) -> int:
     ``seams`` set parsed values that have no command-line option: the tests use
     them to start fault-injecting processes (e.g. ``worker=`` for ``perfci run``).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    for name, value in seams.items():
-        if not hasattr(args, name):
-            raise TypeError(f"perfci.cli.main: the {args.command!r} command has no seam {name!r}")
-        setattr(args, name, value)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    # SIGTERM becomes KeyboardInterrupt so every command's cleanup runs the same way.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    # A reader that closes the pipe early (`| head`, `| grep -q`) stops the output, not the
+    # command: the verdict's exit code is returned all the same.
+    with tolerate_closed_pipes():
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for name, value in seams.items():
+            if not hasattr(args, name):
+                raise TypeError(f"perfci.cli.main: the {args.command!r} command has no seam {name!r}")
+            setattr(args, name, value)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        # SIGTERM becomes KeyboardInterrupt so every command's cleanup runs the same way.
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        return _run(handler, args)
+
+
+def _run(handler, args: argparse.Namespace) -> int:
     try:
         return int(handler(args))
     except PerfciError as err:
@@ -97,15 +114,24 @@ def main(argv: list[str] | None = None, **seams: object) -> int:
     except KeyboardInterrupt:
         print("perfci: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
-    except Exception as err:  # a bug: one line and a code of its own, never 1 ("regressed")
+    except _ParserExit:  # a subcommand's own argument parsing: --help, or a usage error
+        raise
+    except BaseException as err:  # noqa: BLE001 - a bug, or a sys.exit() in code perfci called
+        # One line and a code of its own, never 1 ("regressed") and never 0: a SystemExit(0)
+        # from a library is not a verdict.
         debug = os.environ.get("PERFCI_DEBUG", "") == "1"
         if debug:
             traceback.print_exc()
         hint = "" if debug else " (PERFCI_DEBUG=1 shows the traceback)"
-        print(f"perfci: internal error: {internal_error_line(err)}{hint}", file=sys.stderr)
+        print(f"perfci: internal error: {_escaped(err)}{hint}", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _escaped(err: BaseException) -> str:
+    """What escaped the command, on one line; a SystemExit says who exited."""
+    if isinstance(err, SystemExit):
+        return f"code perfci called ran sys.exit({err.code!r}); that is not a verdict"
+    return internal_error_line(err)
 
 
 def _raise_interrupt(signum, frame):  # noqa: ARG001

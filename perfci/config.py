@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.files import is_present, read_input_text
 
 try:
     import tomllib
@@ -90,11 +91,12 @@ def find_config_file(start: str | os.PathLike | None = None) -> Path | None:
         here = here.parent
     for folder in (here, *here.parents):
         own, pyproject = folder / CONFIG_FILE, folder / PYPROJECT
-        has_table = pyproject.is_file() and _has_perfci_table(pyproject)
-        if own.is_file() and has_table:
+        # Anything by these names is read, so a FIFO or a link to a device is an error, not the defaults.
+        has_table = is_present(pyproject) and _has_perfci_table(pyproject)
+        if is_present(own) and has_table:
             raise PerfciError(f"{folder}: both {CONFIG_FILE} and {PYPROJECT} [tool.perfci] configure perfci; "
                               f"keep one")
-        if own.is_file():
+        if is_present(own):
             return own
         if has_table:
             return pyproject
@@ -112,8 +114,9 @@ def load_config(start: str | os.PathLike | None = None) -> ProjectConfig:
         PerfciError: the file is unreadable, not TOML, or has an unknown key or a wrong type.
     """
     chosen = Path(start) if start is not None else None
-    if chosen is not None and chosen.is_file():
-        path: Path | None = chosen.resolve()
+    if chosen is not None and not chosen.is_dir():
+        # Not a folder: the file to read. Missing, a FIFO or a device is one line, never the defaults.
+        path: Path | None = chosen.resolve() if chosen.is_file() else Path(os.path.abspath(chosen))
         if path.name == PYPROJECT and not _has_perfci_table(path):
             raise PerfciError(f"{chosen}: has no [tool.perfci] table")
     else:
@@ -222,10 +225,7 @@ def _read_table(path: Path) -> Mapping[str, Any]:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise PerfciError(f"{path}: cannot read ({type(err).__name__}: {err})") from None
+    return read_input_text(str(path), "configuration", allow_empty=True)
 
 
 def _parse(text: str, path: Path) -> dict:

@@ -152,7 +152,10 @@ class KernelRegistry:
                 loaded = ep.load()
                 module = ep.value.split(":")[0]
                 items = _declared(loaded, ep.value)
-            except Exception as err:  # noqa: BLE001 - one broken library must not hide the others
+            except KeyboardInterrupt:
+                raise
+            except BaseException as err:  # noqa: BLE001 - one broken library (even one that exits
+                # at import) must not hide the others, nor end perfci
                 self._broken[ep.value] = f"{ep.value}: {_first_line(err)}"
                 continue
             for item in items:
@@ -230,13 +233,24 @@ def _declared(obj: Any, where: str) -> list[Backend]:
 
 
 def _import(name: str, what: str) -> ModuleType:
+    """Import a kernel module, the one door every kernel module comes through.
+
+    A module may do anything while importing: raise, call ``sys.exit(0)`` (which would
+    otherwise end perfci green with nothing measured), ``pytest.skip(...,
+    allow_module_level=True)``, or raise another BaseException. All of it is the one-line
+    error naming the module; only Ctrl-C (KeyboardInterrupt) stays an interruption.
+    """
     try:
         return importlib.import_module(name)
-    except Exception as err:  # noqa: BLE001 - a user's module may raise anything while importing
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - a user's module may raise anything while importing
         raise PerfciError(f"{what} ({_first_line(err)})" if what else _first_line(err)) from None
 
 
 def _first_line(err: BaseException) -> str:
+    if isinstance(err, SystemExit):
+        return f"it called sys.exit({err.code!r}) while importing"
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}"[:300] if text else type(err).__name__
 

@@ -41,7 +41,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from perfci.config import ProjectConfig, load_config
 from perfci.errors import PerfciError
-from perfci.files import read_input_text
+from perfci.files import is_present, read_input_text
 from perfci.kernel_registry import KernelRegistry
 from perfci.model import DTYPES, CaseSpec
 from perfci.results import MAX_DIM, WEIGHT_RANGE, selection_id
@@ -95,7 +95,7 @@ def resolve_suite_path(name_or_path: str, root: Path | None = None,
     is_path = suite_is_a_path(name_or_path)
     if not is_path and name_or_path:
         own = config.suites / f"{name_or_path}.toml"
-        if own.is_file():
+        if is_present(own):  # read, and refused there if it is a FIFO, a device or a dangling link
             return own
         if name_or_path in BUILTIN_SUITES:
             path = BUILTIN_DIR / BUILTIN_SUITES[name_or_path]
@@ -106,7 +106,7 @@ def resolve_suite_path(name_or_path: str, root: Path | None = None,
     if path.is_dir():
         raise PerfciError(f"{name_or_path} is a directory; give a suite name or a .toml file")
     if is_path:
-        if not path.is_file():
+        if not is_present(path):
             raise PerfciError(f"suite file {name_or_path} does not exist")
         return path
     own = sorted(p.stem for p in config.suites.glob("*.toml")) if config.suites.is_dir() else []

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +166,50 @@ def test_a_suite_name_resolves_in_the_configured_folder_then_the_built_ins(tmp_p
     assert load_suite("decode").name == "decode"  # then perfci's built-ins
     with pytest.raises(PerfciError, match=r"unknown suite 'nope'; suites in .*bench: mine, smoke; built-in suites"):
         load_suite("nope")
+
+
+# --------------------------------------------------------------------------- a PATH that cannot be read
+
+
+def perfci_config(*args: object, cwd: Path) -> "subprocess.CompletedProcess":
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "perfci", "config", "--no-kernels", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("what, fragment", [
+    ("missing", "no/such/path: no such file"),
+    ("/dev/zero", "/dev/zero: is a character device, not a configuration file"),
+    ("fifo-pyproject", "pyproject.toml: is a pipe (FIFO), not a configuration file"),
+    ("fifo-pyproject-in-folder", "pyproject.toml: is a pipe (FIFO), not a configuration file"),
+    ("devzero-perfci-toml-in-folder", "perfci.toml: is a character device (a symbolic link to /dev/zero)"),
+    ("dangling-perfci-toml-in-folder", "perfci.toml: a symbolic link to"),
+])
+def test_perfci_config_of_a_path_it_cannot_read_is_one_line_exit_2_not_the_defaults(tmp_path, what, fragment):
+    (tmp_path / ".git").mkdir()  # the search for a configuration stops here
+    arg: object = tmp_path
+    if what == "missing":
+        arg = tmp_path / "no" / "such" / "path"
+    elif what == "/dev/zero":
+        arg = what
+    elif what == "fifo-pyproject":
+        os.mkfifo(tmp_path / "pyproject.toml")
+        arg = tmp_path / "pyproject.toml"
+    elif what == "fifo-pyproject-in-folder":
+        os.mkfifo(tmp_path / "pyproject.toml")
+    elif what == "devzero-perfci-toml-in-folder":
+        (tmp_path / "perfci.toml").symlink_to("/dev/zero")
+    else:
+        (tmp_path / "perfci.toml").symlink_to(tmp_path / "gone.toml")
+    done = perfci_config(arg, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("perfci: error: ") and fragment in line
+    assert done.stdout == ""
+
+
+def test_perfci_config_from_a_folder_with_a_fifo_pyproject_is_not_the_defaults(tmp_path):
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / "pyproject.toml")
+    done = perfci_config(cwd=tmp_path)
+    assert done.returncode == 2 and "pyproject.toml: is a pipe (FIFO)" in done.stderr

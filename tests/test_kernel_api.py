@@ -246,6 +246,36 @@ def test_a_word_that_names_nothing_runnable_is_one_line(project, word, fragment)
         registry.backend(word.format(m=module))
 
 
+EXITS_AT_IMPORT = [
+    ("import sys\nsys.exit(0)\n", "(it called sys.exit(0) while importing)"),
+    ("import sys\nsys.exit()\n", "(it called sys.exit(None) while importing)"),
+    ("raise SystemExit('kernels need a GPU')\n", "(it called sys.exit('kernels need a GPU') while importing)"),
+    ("import pytest\npytest.skip('no GPU', allow_module_level=True)\n", "(Skipped: no GPU)"),
+    ("class Odd(BaseException):\n    pass\nraise Odd('odd')\n", "(Odd: odd)"),
+]
+
+
+@pytest.mark.parametrize("body, fragment", EXITS_AT_IMPORT, ids=["exit-0", "exit", "exit-message", "pytest-skip",
+                                                                  "base-exception"])
+def test_a_kernel_module_that_exits_or_skips_at_import_is_one_line_naming_it(project, body, fragment):
+    root, write = project
+    module = write(body)
+    listed = KernelRegistry([module], root, installed=False)
+    with pytest.raises(PerfciError) as listed_err:
+        listed.project()
+    assert f"cannot import {module} {fragment}" in listed_err.value.message
+    path = KernelRegistry(root=root, installed=False)
+    reason = path.check(CaseSpec(f"{module}:mm", 4, 8, 16, "fp32"))
+    assert reason.startswith(f"kernel '{module}:mm': cannot import {module} ") and fragment in reason
+
+
+def test_ctrl_c_while_a_kernel_module_imports_stays_an_interruption(project):
+    root, write = project
+    module = write("raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        KernelRegistry([module], root, installed=False).project()
+
+
 def test_project_modules_declare_explicitly_and_a_name_twice_is_an_error(project):
     root, write = project
     first = write(DECLARE + "BACKENDS = [gemm(mm, 'same'), gemm(mm, 'only_first')]\n")

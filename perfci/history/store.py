@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perfci.errors import PerfciError
-from perfci.files import atomic_write_text, read_input_text
+from perfci.files import atomic_write_text, is_present, read_input_text
 from perfci.history.model import (STORE_FORMAT, STORE_SCHEMA, History, Manifest, Run, RunInfo,
                                   run_info)
 from perfci.results import read_results_cells
@@ -74,7 +74,7 @@ def read_manifest(store: str | os.PathLike) -> Manifest:
         raise PerfciError(f"{store}: no such history store (create one with `perfci history add {store} RUN.csv`)")
     if not root.is_dir():
         raise PerfciError(f"{store}: not a history store (a store is a directory)")
-    if not (root / MANIFEST).is_file():
+    if not is_present(root / MANIFEST):  # anything by that name is read: a FIFO is refused there
         raise PerfciError(f"{store}: not a perfci history store (no {MANIFEST})")
     return _manifest_from_text(root, read_input_text(str(root / MANIFEST), "manifest"))
 

@@ -9,6 +9,7 @@ results mean is decided in :mod:`perfci.nightly.core`.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shlex
 import tempfile
@@ -20,7 +21,7 @@ from typing import ContextManager
 from perfci import git
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
-from perfci.files import atomic_write_text
+from perfci.files import atomic_write_text, read_input_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
@@ -134,9 +135,8 @@ def _store_nights(n: Night) -> list:
 
 def _column(path: str, column: str) -> str:
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            values = [row.get(column) or "" for row in csv.DictReader(fh)]
-    except (OSError, csv.Error, UnicodeDecodeError):
+        values = [row.get(column) or "" for row in csv.DictReader(io.StringIO(read_input_text(path, "results")))]
+    except (PerfciError, csv.Error):
         return ""
     values = [v.strip() for v in values if v and v.strip()]
     return Counter(values).most_common(1)[0][0] if values else ""

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from perfci.results import read_results
 
@@ -56,3 +59,28 @@ def test_a_case_list_perfci_cannot_read_is_a_usage_error(pytester, monkeypatch):
     result = pytester.runpytest("--perfci-device", "cpu")
     assert result.ret == 4  # pytest's usage error, before anything runs
     result.stderr.fnmatch_lines(["*$PERFCI_CASES: --cases *cases.txt: line 1: expected kernel,shape,dtype*"])
+
+
+@pytest.mark.parametrize("made, fragment", [
+    ("devzero", "is a character device (a symbolic link to /dev/zero), not a case list file"),
+    ("fifo", "is a pipe (FIFO), not a case list file"),
+    ("huge", "300 MiB is larger than the 256 MiB perfci reads as a case list file"),
+])
+def test_a_perfci_cases_that_is_not_a_regular_file_is_a_usage_error_not_internalerror(pytester, monkeypatch,
+                                                                                     made, fragment):
+    # Was: /dev/zero grew until MemoryError, an INTERNALERROR traceback; a FIFO blocked forever.
+    monkeypatch.delenv("PERFCI_MAX_INPUT_MB", raising=False)
+    path = pytester.path / "cases.txt"
+    if made == "devzero":
+        path.symlink_to("/dev/zero")
+    elif made == "fifo":
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as fh:
+            fh.truncate(300 << 20)
+    monkeypatch.setenv("PERFCI_CASES", str(path))
+    pytester.makepyfile(test_n=TESTS)
+    result = pytester.runpytest("--perfci-device", "cpu")
+    assert result.ret == 4  # pytest's usage error, before anything runs
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines([f"*$PERFCI_CASES: *cases.txt: {fragment}*"])
