@@ -228,9 +228,10 @@ def restore_tree(repo, journal: Journal, pause: Pause = no_pause) -> list[str]:
 def add_worktrees(repo, count: int, start: str, journal: Journal) -> list[Path]:
     import tempfile
 
-    base = Path(tempfile.mkdtemp(prefix="perfci-bisect-"))
-    paths = [base / f"wt{i}" for i in range(count)]
-    journal.update(worktrees=tuple(str(p) for p in paths))
+    with deferred_signals():  # the folder is in the journal before an interrupt is let in
+        base = Path(tempfile.mkdtemp(prefix="perfci-bisect-"))
+        paths = [base / f"wt{i}" for i in range(count)]
+        journal.update(worktrees=tuple(str(p) for p in paths))
     for path in paths:
         git.run(repo, "worktree", "add", "-q", "--detach", str(path), start)
     return paths

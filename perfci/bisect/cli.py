@@ -133,7 +133,8 @@ def add_parser(subparsers) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that rebuilds each commit before benching")
     r.add_argument("--timeout", type=float, metavar="S",
-                   help="kill a bench run (and its whole process group) after S seconds; counts as a failed run")
+                   help="kill a bench run (and its whole process group) after S seconds; counts as a failed run "
+                        "(default 1800; a run still going when --total-budget ends is stopped too)")
     r.add_argument("--first-parent", action="store_true", help="follow only the first parent of merges")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="probe N commits at once, each in its own slot of worktrees and GPU (default 1)")
@@ -179,7 +180,7 @@ def _arguments_for_resume(args) -> dict:
 
 
 def _config(args, pause: Pause):
-    from perfci.benchcmd import BenchSpec
+    from perfci.benchcmd import DEFAULT_TIMEOUT_S, BenchSpec
     from perfci.benchmetric import metric_spec
     from perfci.bisect.search import BisectConfig
 
@@ -202,7 +203,8 @@ def _config(args, pause: Pause):
     if args.timeout is not None and args.timeout <= 0:
         raise PerfciError("--timeout must be positive")
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
-    bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
+    timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
+    bench = BenchSpec(tuple(args.command), args.build, metric, timeout)
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better,
                         min_effect_pct=args.min_effect, budget_s=args.budget, total_budget_s=args.total_budget,
                         min_rounds=args.min_rounds, first_parent=args.first_parent, jobs=args.jobs, gpus=gpus,

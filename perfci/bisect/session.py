@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perfci import git, gitsession
-from perfci.benchcmd import run_command
+from perfci.benchcmd import Deadline, run_command
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import BisectResult, StepRecord, Verdict
 from perfci.bisect.result import to_result
@@ -161,10 +161,13 @@ def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectRes
     journal.update(phase="measuring")
     cache = Cache(git.state_dir(repo) / "cache.json")
     worktrees = Worktrees(repo, journal, cfg.pause)
+    deadline = None if cfg.total_budget_s is None else \
+        Deadline.after(cfg.total_budget_s, f"--total-budget {cfg.total_budget_s:g} s")
     slots = []
     for i in range(cfg.jobs):
         env = _slot_env(gpus[i] if gpus and (cfg.jobs > 1 or cfg.gpus) else None)
-        slots.append(GitSlot(f"slot{i}", SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache), env))
+        trees = SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache, deadline=deadline)
+        slots.append(GitSlot(f"slot{i}", trees, env))
     if cfg.jobs > 1:
         where = f", GPUs {','.join(gpus[:cfg.jobs])}" if gpus else ""
         progress.note(f"{cfg.jobs} slots, each with its own worktrees under the system temp folder{where}")

@@ -201,7 +201,8 @@ def confirm(n: Night) -> tuple[str, str]:
     # On a 2-GPU H200, a change that slowed most cases of a confirm session by ~20% read as
     # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/group-prefill-and-stages).
     words = ["confirm", n.good_sha, n.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
-             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]), *n.cfg.confirm_args]
+             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]),
+             *_timeout_words(n), *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
         from perfci.nightly.bench import argv
 
@@ -235,6 +236,12 @@ def _confirm_source(n: Night, flagged: Path) -> list[str]:
     if n.cfg.bench is None:
         return ["--suite", n.suite_word, "--cases", str(flagged), "--device", n.cfg.device]
     return ["--results", CONFIRM_CSV]
+
+
+def _timeout_words(n: Night) -> list[str]:
+    """``--timeout S`` for confirm's runs of the night's --bench (before --confirm-args, which may
+    override it). Without --bench, confirm measures in warm workers whose cases keep their own limit."""
+    return [] if n.cfg.bench is None else ["--timeout", f"{n.cfg.bench_timeout_s:g}"]
 
 
 def _build_words(n: Night) -> list[str]:
@@ -290,7 +297,8 @@ def bisect(n: Night) -> tuple[str, str]:
         case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
         words = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json",
                  "-C", str(n.repo_root), "--csv-column", "median_us", "--case", case, "--csv-file", results,
-                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n), *n.cfg.bisect_args,
+                 "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n),
+                 "--timeout", f"{n.cfg.bench_timeout_s:g}", *n.cfg.bisect_args,
                  "--", *bench]
         leftover = n.repo_root / results
         there = leftover.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.nightly import core
 
 
@@ -37,6 +38,7 @@ class NightConfig:
     canary: float | None = None  # --canary PCT; None: 3 on a GPU night, none on a CPU night (perfci.nightly.canary)
     canary_off: bool = False  # --no-canary
     canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds stop after this many seconds
+    bench_timeout_s: float = DEFAULT_TIMEOUT_S  # --bench-timeout: a bench run past it is stopped, a failed run
 
 
 @dataclass
