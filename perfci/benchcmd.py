@@ -21,10 +21,10 @@ from typing import Mapping, Sequence
 from perfci.benchmetric import MetricError, MetricSpec, extract
 from perfci.procs import KILL_GRACE_S, drain, kill_process_group, wait_group
 
-# A bench run's limit unless --timeout says otherwise. A GPU bench run is seconds to
-# minutes (a whole suite of decode and prefill cases on an H200: about 10 minutes with
-# its compiles); half an hour is far past any of them, and still ends a hung run long
-# before the CI job's own limit (6 hours on GitHub) with the runner held all that time.
+# A bench run's limit unless --timeout says otherwise. A GPU bench run takes seconds to
+# minutes (a whole `perfci run` on a GPU about 15 s, a confirm round of eight cases on an
+# H200 about 15 s); half an hour is far past a healthy one, and still ends a hung run long
+# before the CI job's own limit (6 hours on GitHub), which held the runner all that time.
 DEFAULT_TIMEOUT_S = 1800.0
 # The pipes are read to their end after the group is gone; a process that left the
 # group (setsid) and keeps them open is not waited for longer than this.
