@@ -242,8 +242,11 @@ def remove_worktrees(repo, paths) -> None:
     for raw in paths:
         path = Path(raw)
         parents.add(path.parent)
+        # A worktree git was still adding when perfci was killed is locked ("initializing"),
+        # and neither `remove --force` nor `prune` touches a locked one.
+        git.run(repo, "worktree", "unlock", str(path), check=False)
         if path.exists():
-            git.run(repo, "worktree", "remove", "--force", str(path), check=False)
+            git.run(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
             shutil.rmtree(path, ignore_errors=True)  # a temp dir of ours, never the user's tree
     git.run(repo, "worktree", "prune", check=False)
     for parent in parents:

@@ -1,6 +1,8 @@
 """A slot's worktrees: one reused for another commit is as clean as a fresh checkout of it."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from perfci import git as perfci_git
@@ -53,3 +55,17 @@ def test_the_user_s_own_tree_is_never_cleaned(slot):
     with pytest.raises(PerfciError, match="not a linked worktree"):
         perfci_git.reuse_worktree(history.path, history.commits[0])
     assert (history.path / "mine.txt").exists() and git(history.path, "rev-parse", "HEAD") == history.bad
+
+
+def test_a_worktree_left_locked_by_a_kill_while_git_added_it_is_removed(tmp_path):
+    history = make_history(tmp_path / "repo", 2, 1)
+    repo = perfci_git.open_repo(history.path)
+    base = tmp_path / "perfci-bisect-x"
+    kept, emptied = base / "wt0", base / "wt1"
+    for path in (kept, emptied):
+        git(history.path, "worktree", "add", "-q", "--detach", str(path), history.good)
+        git(history.path, "worktree", "lock", "--reason", "initializing", str(path))
+    shutil.rmtree(emptied)  # killed before git wrote its files
+    gitsession.remove_worktrees(repo, [str(kept), str(emptied)])
+    assert git(history.path, "worktree", "list").count("\n") == 0
+    assert not base.exists()
