@@ -1,7 +1,10 @@
 """Running a build or bench command, and reading one bench run's metric (``perfci bisect``, ``perfci confirm``).
 
-Every command runs in its own session (process group), so a timeout or a
-Ctrl-C kills the whole tree it started, not just the shell at its top. Where
+Every command runs in its own session (process group), so a timeout, the end
+of a budget or a Ctrl-C kills the whole tree it started, not just the shell at
+its top, and what it leaves running when it exits is killed then
+(:func:`perfci.procs.wait_group`). A bench run has a timeout unless one is
+given (:data:`DEFAULT_TIMEOUT_S`); a run that times out is a failed run. Where
 the metric is in a run's output is :mod:`perfci.benchmetric`'s business.
 """
 from __future__ import annotations
@@ -16,9 +19,16 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from perfci.benchmetric import MetricError, MetricSpec, extract
-from perfci.procs import kill_process_group
+from perfci.procs import KILL_GRACE_S, drain, kill_process_group, wait_group
 
-_KILL_GRACE_S = 2.0
+# A bench run's limit unless --timeout says otherwise. A GPU bench run takes seconds to
+# minutes (a whole `perfci run` on a GPU about 15 s, a confirm round of eight cases on an
+# H200 about 15 s); half an hour is far past a healthy one, and still ends a hung run long
+# before the CI job's own limit (6 hours on GitHub), which held the runner all that time.
+DEFAULT_TIMEOUT_S = 1800.0
+# The pipes are read to their end after the group is gone; a process that left the
+# group (setsid) and keeps them open is not waited for longer than this.
+_PIPE_WAIT_S = 5.0
 
 # Commands running in worker threads (--jobs): an interrupt in the main thread
 # kills their process groups through this registry.
@@ -34,11 +44,34 @@ def kill_running() -> None:
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """When a budget ends (``time.monotonic()``), for the run still going then: it is stopped, a failed run.
+
+    ``what`` names the budget in the failure's reason ("--total-budget 900 s").
+    """
+
+    at: float
+    what: str
+
+    @classmethod
+    def after(cls, budget_s: float, what: str, start: float | None = None) -> "Deadline":
+        """The budget's end plus a grace (a tenth of it, at least a second): a run that began just
+        before the end is let finish, a hung one is not waited for much past it."""
+        begun = time.monotonic() if start is None else start
+        return cls(begun + budget_s + max(1.0, 0.1 * budget_s), what)
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+@dataclass(frozen=True)
 class CommandResult:
     returncode: int | None  # None: killed after the timeout
     stdout: str
     stderr: str
     seconds: float
+    stopped_by: str = ""  # when a budget's end, not the timeout, stopped it: the budget's name
+    limit_s: float | None = None  # the time it was allowed (its timeout, or what its budget had left)
 
     @property
     def ok(self) -> bool:
@@ -46,14 +79,25 @@ class CommandResult:
 
     def failure_reason(self, what: str) -> str:
         if self.returncode is None:
-            return f"{what} timed out after {self.seconds:.1f}s"
+            after = self.seconds if self.limit_s is None else self.limit_s
+            if self.stopped_by:
+                return f"{what} stopped after {after:.1f}s: the {self.stopped_by} ran out"
+            return f"{what} timed out after {after:.1f}s"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
 
 
 def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | None = None,
-                timeout: float | None = None) -> CommandResult:
-    """Run ``argv`` (a list, or a shell string) in ``cwd`` with its own process group."""
+                timeout: float | None = None, deadline: Deadline | None = None) -> CommandResult:
+    """Run ``argv`` (a list, or a shell string) in ``cwd`` in its own process group.
+
+    The group is ended when the command exits (what it left in the background
+    too), at ``timeout`` or ``deadline``, whichever comes first (the result's
+    returncode is then None), and on an interrupt.
+    """
+    limit, stopped_by = timeout, ""
+    if deadline is not None and (limit is None or deadline.left() < limit):
+        limit, stopped_by = max(0.0, deadline.left()), deadline.what
     shell = isinstance(argv, str)
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -63,20 +107,18 @@ def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | N
     )
     with _running_lock:
         _running.add(proc)
+    out: list[str] = []
+    err: list[str] = []
+    readers = (drain(proc.stdout, out.append), drain(proc.stderr, err.append))
     try:
-        out, err = proc.communicate(timeout=timeout)
-        return CommandResult(proc.returncode, out, err, time.monotonic() - start)
-    except subprocess.TimeoutExpired:
-        kill_process_group(proc.pid, grace_s=_KILL_GRACE_S, leader=proc)
-        out, err = proc.communicate()
-        return CommandResult(None, out or "", err or "", time.monotonic() - start)
-    except BaseException:
-        # Ctrl-C or SIGTERM reached us, not the child (it has its own session).
-        kill_process_group(proc.pid, grace_s=_KILL_GRACE_S, leader=proc)
-        raise
+        code = wait_group(proc, limit, KILL_GRACE_S)
     finally:
         with _running_lock:
             _running.discard(proc)
+    for reader in readers:
+        reader.join(timeout=_PIPE_WAIT_S)
+    return CommandResult(code, "".join(out), "".join(err), time.monotonic() - start,
+                         stopped_by if code is None else "", limit)
 
 
 @dataclass(frozen=True)
@@ -86,7 +128,7 @@ class BenchSpec:
     command: tuple[str, ...]
     build: str | None
     metric: MetricSpec
-    timeout: float | None = None
+    timeout: float | None = DEFAULT_TIMEOUT_S  # None: no limit
 
     @property
     def argv(self) -> Sequence[str] | str:
@@ -106,12 +148,14 @@ class RunOutcome:
     reason: str = ""
 
 
-def bench_once(spec: BenchSpec, cwd: Path, env: Mapping[str, str]) -> RunOutcome:
-    """One bench run: its metric, or why it has none."""
+def bench_once(spec: BenchSpec, cwd: Path, env: Mapping[str, str], deadline: Deadline | None = None) -> RunOutcome:
+    """One bench run: its metric, or why it has none (a run that timed out has none, whatever it printed)."""
+    if deadline is not None and deadline.left() <= 0:
+        return RunOutcome(None, f"not run: the {deadline.what} ran out")
     csv_path = cwd / spec.metric.csv_file if spec.metric.csv_file else None
     before = csv_path.stat().st_mtime_ns if csv_path is not None and csv_path.exists() else None
     try:
-        result = run_command(spec.argv, cwd, env, spec.timeout)
+        result = run_command(spec.argv, cwd, env, spec.timeout, deadline)
     except OSError as err:  # not found or not executable in this commit
         return RunOutcome(None, f"bench could not start: {err.strerror or err}")
     if not result.ok:

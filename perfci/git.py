@@ -300,3 +300,28 @@ def checkout_in(worktree: Path, sha: str) -> None:
         git.Repo(worktree).git.checkout("-q", "-f", "--detach", sha)
     except git.GitCommandError as err:
         raise PerfciError(f"checkout of {sha[:12]} in {worktree} failed: {(err.stderr or '').strip()[:200]}") from None
+
+
+def reuse_worktree(worktree: Path, sha: str) -> None:
+    """Put the linked worktree ``worktree`` at ``sha`` as a fresh checkout would be.
+
+    ``checkout -f`` alone keeps untracked and ignored files: one commit's build
+    artifacts (a compiled extension, a ``build/`` folder, a results file) would
+    be measured with the next commit's code. ``git clean -ffdx`` removes them,
+    so this refuses any tree that is not a linked worktree (the user's own
+    checkout is never cleaned).
+    """
+    import git
+
+    try:
+        tree = git.Repo(worktree)
+        linked = Path(tree.git_dir).resolve() != Path(tree.common_dir).resolve()
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        linked = False
+    if not linked:
+        raise PerfciError(f"internal: {worktree} is not a linked worktree; refusing to clean it")
+    checkout_in(worktree, sha)
+    try:
+        tree.git.clean("-ffdxq")
+    except git.GitCommandError as err:
+        raise PerfciError(f"git clean in {worktree} failed: {(err.stderr or '').strip()[:200]}") from None

@@ -228,9 +228,10 @@ def restore_tree(repo, journal: Journal, pause: Pause = no_pause) -> list[str]:
 def add_worktrees(repo, count: int, start: str, journal: Journal) -> list[Path]:
     import tempfile
 
-    base = Path(tempfile.mkdtemp(prefix="perfci-bisect-"))
-    paths = [base / f"wt{i}" for i in range(count)]
-    journal.update(worktrees=tuple(str(p) for p in paths))
+    with deferred_signals():  # the folder is in the journal before an interrupt is let in
+        base = Path(tempfile.mkdtemp(prefix="perfci-bisect-"))
+        paths = [base / f"wt{i}" for i in range(count)]
+        journal.update(worktrees=tuple(str(p) for p in paths))
     for path in paths:
         git.run(repo, "worktree", "add", "-q", "--detach", str(path), start)
     return paths
@@ -241,8 +242,11 @@ def remove_worktrees(repo, paths) -> None:
     for raw in paths:
         path = Path(raw)
         parents.add(path.parent)
+        # A worktree git was still adding when perfci was killed is locked ("initializing"),
+        # and neither `remove --force` nor `prune` touches a locked one.
+        git.run(repo, "worktree", "unlock", str(path), check=False)
         if path.exists():
-            git.run(repo, "worktree", "remove", "--force", str(path), check=False)
+            git.run(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
             shutil.rmtree(path, ignore_errors=True)  # a temp dir of ours, never the user's tree
     git.run(repo, "worktree", "prune", check=False)
     for parent in parents:

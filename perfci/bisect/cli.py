@@ -134,7 +134,8 @@ def add_parser(subparsers) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that rebuilds each commit before benching")
     r.add_argument("--timeout", type=float, metavar="S",
-                   help="kill a bench run (and its whole process group) after S seconds; counts as a failed run")
+                   help="kill a bench run (and its whole process group) after S seconds; counts as a failed run "
+                        "(default 1800; a run still going when --total-budget ends is stopped too)")
     r.add_argument("--first-parent", action="store_true", help="follow only the first parent of merges")
     w = p.add_argument_group("a suite's case, measured by warm workers (instead of BENCH_CMD)")
     w.add_argument("--suite", metavar="NAME",
@@ -211,7 +212,7 @@ def _suite_bench(args):
 
 
 def _config(args, pause: Pause):
-    from perfci.benchcmd import BenchSpec
+    from perfci.benchcmd import DEFAULT_TIMEOUT_S, BenchSpec
     from perfci.benchmetric import metric_spec
     from perfci.bisect.search import BisectConfig
 
@@ -225,7 +226,8 @@ def _config(args, pause: Pause):
                           "(or measure a suite's case with --suite NAME --case KEY)")
     else:
         metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
-        bench = BenchSpec(tuple(args.command), args.build, metric, args.timeout)
+        timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
+        bench = BenchSpec(tuple(args.command), args.build, metric, timeout)
     if args.repeats is not None or args.max_repeats is not None:
         raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
                           "resolved; bound it with --budget SECONDS (and --min-rounds N)")

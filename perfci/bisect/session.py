@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perfci import git, gitsession
-from perfci.benchcmd import run_command
+from perfci.benchcmd import Deadline, run_command
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import BisectResult, StepRecord, Verdict
 from perfci.bisect.result import to_result
@@ -161,18 +161,19 @@ def _restore(repo, journal: gitsession.Journal, pause: gitsession.Pause) -> list
     return warnings
 
 
-def _slots(cfg, worktrees: Worktrees, cache: Cache, gpus, progress, stack: ExitStack) -> list:
+def _slots(cfg, worktrees: Worktrees, cache: Cache, gpus, progress, stack: ExitStack, deadline) -> list:
     """A slot per ``--jobs``: bench runs in its trees, or (``--suite``) warm workers there, on its GPU."""
     slots = []
     for i in range(cfg.jobs):
         gpu = gpus[i] if gpus and (cfg.jobs > 1 or cfg.gpus) else None
         env = _slot_env(gpu)
         if cfg.suite is None:
-            slots.append(GitSlot(f"slot{i}", SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache), env))
+            trees = SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache, deadline=deadline)
+            slots.append(GitSlot(f"slot{i}", trees, env))
             continue
         gpu_env = {var: gpu for var in GPU_ENV_VARS} if gpu is not None else {}
         sides = stack.enter_context(WarmSides(cfg.suite, progress.note, capacity=TREES_PER_SLOT, env=gpu_env))
-        trees = SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache, on_move=sides.close)
+        trees = SlotTrees(worktrees, f"slot{i}", cfg.bench, env, cache, deadline=deadline, on_move=sides.close)
         slots.append(WarmSlot(f"slot{i}", trees, sides))
     return slots
 
@@ -181,10 +182,12 @@ def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectRes
     journal.update(phase="measuring")
     cache = Cache(git.state_dir(repo) / "cache.json")
     worktrees = Worktrees(repo, journal, cfg.pause)
+    deadline = None if cfg.total_budget_s is None else \
+        Deadline.after(cfg.total_budget_s, f"--total-budget {cfg.total_budget_s:g} s")
     order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
     measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
     with ExitStack() as stack:  # the warm workers stop before the worktrees they run in are removed
-        slots = _slots(cfg, worktrees, cache, gpus, progress, stack)
+        slots = _slots(cfg, worktrees, cache, gpus, progress, stack, deadline)
         if cfg.jobs > 1:
             where = f", GPUs {','.join(gpus[:cfg.jobs])}" if gpus else ""
             progress.note(f"{cfg.jobs} slots, each with its own worktrees under the system temp folder{where}")

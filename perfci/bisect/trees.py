@@ -6,7 +6,9 @@ own checkout, ready to run: a ``git worktree`` under one temporary folder,
 built once with ``--build``. Each slot (``--jobs``) has its own trees, so
 two slots never run in one folder at once (a bench that writes ``--out r.csv``
 would read the other's). A slot keeps at most :data:`TREES_PER_SLOT`; the least
-recently used one is checked out again for the next commit and rebuilt.
+recently used one is checked out again for the next commit, cleaned of every
+untracked and ignored file the last one's build and bench left (``git clean
+-ffdx``, in that temporary worktree only), and rebuilt.
 
 Every tree is written into the session's journal *before* git creates it, so
 ``perfci bisect --abort`` after a kill removes it; the user's own tree, index,
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from perfci import git, gitsession
-from perfci.benchcmd import BenchSpec, RunOutcome, bench_once, run_command
+from perfci.benchcmd import BenchSpec, Deadline, RunOutcome, bench_once, run_command
 from perfci.bisect.cache import Cache
 from perfci.errors import PerfciError
 from perfci.measure.sides import WarmSides
@@ -46,18 +48,19 @@ class Worktrees:
 
     def add(self, sha: str, name: str, checkout: bool = True) -> Path:
         with self._lock:
-            if self.base is None:
-                self.base = Path(tempfile.mkdtemp(prefix=TREE_PREFIX))
             self._count += 1
-            path = self.base / f"{name}-{self._count}"
-            self.journal.update(worktrees=(*self.journal.worktrees, str(path)))
+            with gitsession.deferred_signals():  # the folder is in the journal before an interrupt is let in
+                if self.base is None:
+                    self.base = Path(tempfile.mkdtemp(prefix=TREE_PREFIX))
+                path = self.base / f"{name}-{self._count}"
+                self.journal.update(worktrees=(*self.journal.worktrees, str(path)))
             extra = () if checkout else ("--no-checkout",)
             git.run(self.repo, "worktree", "add", "-q", "--detach", *extra, str(path), sha)
         return path
 
     def move(self, path: Path, sha: str) -> None:
         with self._lock:
-            git.checkout_in(path, sha)
+            git.reuse_worktree(path, sha)
 
 
 @dataclass
@@ -70,9 +73,11 @@ class SlotTrees:
     """One slot's trees: ``prepare`` makes a round's commits ready, ``path`` says where each is."""
 
     def __init__(self, worktrees: Worktrees, name: str, bench: BenchSpec, env: dict, cache: Cache,
-                 capacity: int = TREES_PER_SLOT, on_move: Callable[[str], None] = lambda sha: None):
+                 capacity: int = TREES_PER_SLOT, deadline: Deadline | None = None,
+                 on_move: Callable[[str], None] = lambda sha: None):
         self.on_move = on_move  # told the commit whose tree is about to be checked out to another
         self.worktrees = worktrees
+        self.deadline = deadline  # --total-budget's end: a run in flight then is stopped
         self.name = name
         self.bench = bench
         self.env = env
@@ -136,7 +141,8 @@ class GitSlot:
         return self.trees.prepare(shas)
 
     def run(self, sha: str) -> RunOutcome:
-        return bench_once(self.trees.bench, self.trees.path(sha), dict(self.env, PERFCI_BISECT_COMMIT=sha))
+        return bench_once(self.trees.bench, self.trees.path(sha), dict(self.env, PERFCI_BISECT_COMMIT=sha),
+                          self.trees.deadline)
 
 
 @dataclass

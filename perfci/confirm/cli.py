@@ -95,7 +95,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first (default: "
                    "[tool.perfci] build; '' for none)")
-    r.add_argument("--timeout", type=float, metavar="S", help="kill a bench run after S seconds (a failed run)")
+    r.add_argument("--timeout", type=float, metavar="S",
+                   help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
+                        "1800; a run still going when --budget ends is stopped too). With --suite: each case's "
+                        "limit (default 600)")
     r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
     r.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
     r.add_argument("--abort", action="store_true", help="remove the worktrees of a confirm that was killed")
@@ -173,7 +176,7 @@ def _check_rounds(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
-    from perfci.benchcmd import BenchSpec
+    from perfci.benchcmd import DEFAULT_TIMEOUT_S, BenchSpec
     from perfci.benchmetric import metric_spec
     from perfci.confirm.session import ConfirmConfig
 
@@ -194,7 +197,8 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     _check_rounds(args)
     if args.reference is not None and not args.results:
         raise PerfciError("--reference names cases: use it with --results or --suite, not with one bench metric")
-    bench = BenchSpec(tuple(command), _build(args), metric, args.timeout)
+    bench = BenchSpec(tuple(command), _build(args), metric,
+                      DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout)
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,

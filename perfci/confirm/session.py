@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
 from perfci import git, gitsession
-from perfci.benchcmd import BenchSpec, bench_once, run_command
+from perfci.benchcmd import BenchSpec, Deadline, bench_once, run_command
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError
 from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
@@ -145,7 +145,8 @@ def run(cfg: ConfirmConfig, progress: Progress,
         for side in sides:
             _build(cfg, side)
         if cfg.suite is None:
-            judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side))
+            deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
+            judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side, deadline))
         else:
             with WarmSides(cfg.suite, progress.note) as warm:
                 for side in sides:
@@ -279,11 +280,15 @@ def _measure_warm(warm: WarmSides, side: Side) -> tuple[dict[Key, float], str]:
     return dict(run.values), run.why_not
 
 
-def _measure(cfg: ConfirmConfig, side: Side) -> tuple[dict[Key, float], str]:
-    """One bench run on one side: {case: value}, or why there is none."""
+def _measure(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -> tuple[dict[Key, float], str]:
+    """One bench run on one side: {case: value}, or why there is none.
+
+    A run still going at its timeout, or at ``deadline`` (the budget's end), is
+    stopped with its whole process group: a failed run, whatever it wrote.
+    """
     env = _env(side)
     if cfg.results_path is None:
-        outcome = bench_once(cfg.bench, side.path, env)
+        outcome = bench_once(cfg.bench, side.path, env, deadline)
         if outcome.value is None:
             return {}, outcome.reason
         if not (outcome.value > 0 and outcome.value < float("inf")):
@@ -291,10 +296,14 @@ def _measure(cfg: ConfirmConfig, side: Side) -> tuple[dict[Key, float], str]:
         return {METRIC_KEY: outcome.value}, ""
     results = side.path / cfg.results_path
     results.unlink(missing_ok=True)  # ours (a worktree): a stale file must not stand in for this run
+    if deadline is not None and deadline.left() <= 0:
+        return {}, f"not run: the {deadline.what} ran out"
     try:
-        done = run_command(cfg.bench.argv, side.path, env, cfg.bench.timeout)
+        done = run_command(cfg.bench.argv, side.path, env, cfg.bench.timeout, deadline)
     except OSError as err:
         return {}, f"bench could not start: {err.strerror or err}"
+    if done.returncode is None:  # what a killed run wrote is not a measurement
+        return {}, done.failure_reason("bench")
     if not done.ok and not results.exists():
         return {}, done.failure_reason("bench")
     if not results.exists():

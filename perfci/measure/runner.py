@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from perfci.errors import PerfciError
-from perfci.procs import kill_process_group
+from perfci.procs import kill_process_group, wait_group
 from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
 
@@ -357,14 +357,8 @@ class CaseRunner:
                 cwd=self.workdir / "tool",  # `python -m` puts the cwd first on sys.path
                 start_new_session=True,  # its own process group, so a kill takes its children too
             )
-            try:
-                return proc.wait(timeout=self.options.timeout_s)
-            except subprocess.TimeoutExpired:
-                kill_process_group(proc.pid, leader=proc)
-                return None
-            except BaseException:
-                kill_process_group(proc.pid, leader=proc)
-                raise
+            # Killed at the timeout or on Ctrl-C; what the case left running is killed when it exits.
+            return wait_group(proc, self.options.timeout_s, grace_s=0.0)
 
 
 def _gpu_available_here() -> bool:

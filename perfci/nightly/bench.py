@@ -23,16 +23,22 @@ import os
 import shlex
 import subprocess
 import sys
-import threading
+import tempfile
 from collections import deque
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
-from perfci.errors import EXIT_USAGE, PerfciError, internal_error_line
+from perfci.errors import EXIT_INTERRUPTED, EXIT_USAGE, PerfciError, internal_error_line
+from perfci.procs import KILL_GRACE_S, drain, interrupt_on_sigterm, wait_group
 
 OUT, CASES = "{out}", "{cases}"
 CASES_ENV = "PERFCI_CASES"
 TAIL_LINES = 20
+# CMD's group gets SIGTERM and this long before SIGKILL. Less than the KILL_GRACE_S a
+# parent perfci (confirm, bisect) gives this process when it runs as their bench, so
+# CMD's group is gone and the temporary folder removed before that grace ends.
+GRACE_S = KILL_GRACE_S / 2
+PIPE_WAIT_S = 5.0  # for output still held open by a process that left CMD's group
 
 
 def check_command(command: str) -> str:
@@ -76,27 +82,30 @@ def measure(command: str, cwd: Path, results: Path, suite: str, *, cases: Path |
     that fails some of its cases (pytest exits 1) still gave results, which the
     night's gate judges.
 
-    Raises:
-        PerfciError: CMD could not start, wrote nothing, or wrote a file perfci cannot read
-            (the line says which, with CMD's last line of output).
-    """
-    import tempfile
+    CMD runs in its own process group, ended with whatever CMD left running when
+    CMD exits, at ``timeout_s`` or on an interrupt; the temporary folder goes too.
 
+    Raises:
+        PerfciError: CMD could not start, timed out, wrote nothing, or wrote a file perfci cannot
+            read (the line says which, with CMD's last line of output).
+    """
     keys = _case_keys(cases)
     with tempfile.TemporaryDirectory(prefix="perfci-bench-") as tmp:
         raw = Path(tmp) / "results"
         line = expand(command, raw, cases)
         code, tail = _run(line, cwd, bench_env(env if env is not None else os.environ, cases, device),
                           echo or sys.stderr, timeout_s)
+        if code is None:  # whatever it wrote by then is not a measurement
+            raise PerfciError(f"--bench: {command!r} timed out after {timeout_s:g} s (--bench-timeout) and was "
+                              f"stopped with its child processes")
         if not raw.is_file():
             said = f": {tail[-1][:200]}" if tail else ""
-            how = "timed out" if code is None else f"exited {code}"
-            raise PerfciError(f"--bench: {command!r} {how} and wrote no results at {{out}}{said}")
+            raise PerfciError(f"--bench: {command!r} exited {code} and wrote no results at {{out}}{said}")
         text = convert(raw, suite, keys, device)
     from perfci.files import atomic_write_text
 
     atomic_write_text(results, text)
-    return 1 if code is None else code
+    return code
 
 
 def convert(raw: Path, suite: str, keys: set[tuple[str, str, str]] | None, device: str = "auto") -> str:
@@ -165,9 +174,11 @@ def _case_keys(cases: Path | None) -> set[tuple[str, str, str]] | None:
 
 def _run(line: str, cwd: Path, env: Mapping[str, str], echo: TextIO,
          timeout_s: float | None) -> tuple[int | None, list[str]]:
-    """The shell line in its own process group, its output relayed to ``echo``; (exit code or None, last lines)."""
-    from perfci.procs import kill_process_group
+    """The shell line in its own process group, its output relayed to ``echo``; (exit code or None, last lines).
 
+    The group is ended when the line exits (a ``CMD &`` it left behind too), at
+    ``timeout_s`` (None is returned) and on an interrupt.
+    """
     try:
         proc = subprocess.Popen(line, shell=True, cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -176,23 +187,14 @@ def _run(line: str, cwd: Path, env: Mapping[str, str], echo: TextIO,
         raise PerfciError(f"--bench: cannot start a shell in {cwd}: {err.strerror or err}") from None
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
-    def relay() -> None:
-        for text in proc.stdout:  # type: ignore[union-attr]
-            tail.append(text.rstrip("\n"))
-            echo.write(text)
+    def relay(text: str) -> None:
+        tail.append(text.rstrip("\n"))
+        echo.write(text)
         echo.flush()
 
-    reader = threading.Thread(target=relay, daemon=True)
-    reader.start()
-    try:
-        code: int | None = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_process_group(proc.pid, grace_s=2.0, leader=proc)
-        code = None
-    except BaseException:  # Ctrl-C or SIGTERM reached us, not the bench (its own session)
-        kill_process_group(proc.pid, grace_s=2.0, leader=proc)
-        raise
-    reader.join(timeout=10)
+    reader = drain(proc.stdout, relay)
+    code = wait_group(proc, timeout_s, GRACE_S)
+    reader.join(timeout=PIPE_WAIT_S)
     return code, [t for t in tail if t.strip()]
 
 
@@ -227,9 +229,15 @@ def main(words: Sequence[str] | None = None) -> int:
     parser.add_argument("--in", dest="subdir", default="", help="run the command in this folder (the project root)")
     args = parser.parse_args(words)
     here = Path.cwd()
+    # confirm and bisect end this process with SIGTERM (a timeout, their own interrupt): CMD's
+    # group, in a session of its own, and the temporary folder must go with it.
+    interrupt_on_sigterm()
     try:
         return measure(check_command(args.command), here / args.subdir, here / args.results, args.suite,
                        cases=Path(args.cases) if args.cases else None, device=args.device)
+    except KeyboardInterrupt:
+        print("perfci: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except PerfciError as err:
         print(f"perfci: error: {err.message}", file=sys.stderr)
         return EXIT_USAGE

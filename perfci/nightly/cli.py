@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from perfci.args import at_least, percentage
+from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
 from perfci.nightly.core import NIGHT_BUDGET_S
 
@@ -79,6 +80,10 @@ def add_parser(subparsers) -> None:
                           "results CSV, a FlyDSL CSV or pytest-benchmark JSON at {out}. confirm and bisect run "
                           "it again for the flagged cases, listed in the file {cases} and $PERFCI_CASES "
                           "(the pytest plugin honours it), e.g. 'pytest bench/ --perfci-out {out}'")
+    p.add_argument("--bench-timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help="stop a bench run that takes longer than S seconds, with every process it started: "
+                        "tonight's --bench, each confirm round's run of it, each bisect run; a failed run, "
+                        "never a measurement (default %(default)g; recorded in verdict.json)")
     p.add_argument("--history", metavar="STORE", help="a perfci history store of this device (created on "
                                                       "the first night): judged against, then appended to "
                                                       "(default: [tool.perfci] history/LABEL)")
@@ -173,7 +178,7 @@ def main(args: argparse.Namespace) -> int:
         bisect_args=split_args(args.bisect_args, "--bisect-args"),
         bench_args=split_args(args.bench_args, "--bench-args"), bench=args.bench, build=args.build,
         device_label=args.device_label, canary=args.canary, canary_off=args.no_canary,
-        canary_budget_s=args.canary_budget, budget_s=args.budget)
+        canary_budget_s=args.canary_budget, budget_s=args.budget, bench_timeout_s=args.bench_timeout)
     if cfg.out.exists() and not cfg.out.is_dir():
         raise PerfciError(f"--out {cfg.out}: not a directory")
     if cfg.noise_profile:  # before any stage runs: a bad profile is bad input, said in one line

@@ -59,10 +59,11 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
     outcome = night.outcome(done)
     decision = core.decide(outcome)
     sections: tuple[str, ...] = ()
-    more: dict = {}
+    more: dict = {"bench_timeout_s": cfg.bench_timeout_s}  # the limit every bench run of the night had
     if compile_baseline:
         section, record, warning = _compile_diff(cfg, night, outcome, compile_baseline, echo)
-        sections, more = (section,), {"compile": record}
+        sections = (section,)
+        more["compile"] = record
         if warning:
             decision = replace(decision, warnings=decision.warnings + (warning,))
     return outcome, _write_reports(cfg, outcome, decision, sections, more, echo)

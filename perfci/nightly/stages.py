@@ -206,7 +206,7 @@ def confirm(n: Night) -> tuple[str, str]:
     # The night's share first: a --budget in --confirm-args comes later and wins.
     words = ["confirm", n.good_sha, n.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
              "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]),
-             "--budget", f"{budget:.0f}", *n.cfg.confirm_args]
+             "--budget", f"{budget:.0f}", *_timeout_words(n), *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
         from perfci.nightly.bench import argv
 
@@ -249,6 +249,12 @@ def _confirm_source(n: Night, flagged: Path) -> list[str]:
     if n.cfg.bench is None:
         return ["--suite", n.suite_word, "--cases", str(flagged), "--device", n.cfg.device]
     return ["--results", CONFIRM_CSV]
+
+
+def _timeout_words(n: Night) -> list[str]:
+    """``--timeout S`` for confirm's runs of the night's --bench (before --confirm-args, which may
+    override it). Without --bench, confirm measures in warm workers whose cases keep their own limit."""
+    return [] if n.cfg.bench is None else ["--timeout", f"{n.cfg.bench_timeout_s:g}"]
 
 
 def _build_words(n: Night) -> list[str]:
@@ -301,7 +307,8 @@ def bisect(n: Night) -> tuple[str, str]:
     budget = _budget(n, "bisect", 0.0)
     common = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json", "--case", case,
               "--total-budget", f"{budget:.0f}",
-              "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n), *n.cfg.bisect_args]
+              "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n),
+              "--timeout", f"{n.cfg.bench_timeout_s:g}", *n.cfg.bisect_args]
     if n.cfg.bench is None and not n.cfg.bench_args:
         # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
         # torch import or autotuning per run. Run in the project root, where the suite is found.

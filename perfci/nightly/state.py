@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.nightly import core
 
 
@@ -39,6 +40,7 @@ class NightConfig:
     canary_off: bool = False  # --no-canary
     canary_budget_s: float = 60.0  # --canary-budget: the canary's rounds stop after this many seconds
     budget_s: float = core.NIGHT_BUDGET_S  # --budget: the whole night; confirm and bisect share what is left
+    bench_timeout_s: float = DEFAULT_TIMEOUT_S  # --bench-timeout: a bench run past it is stopped, a failed run
 
 
 @dataclass

@@ -252,7 +252,8 @@ def _run_bench(n: Night, where: Path) -> str:
     env = dict(os.environ)
     if n.head:
         env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
-    code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env)
+    code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env,
+                   timeout_s=cfg.bench_timeout_s)
     if code not in (0, 1):  # 1: a benchmark failed (pytest), which the gate reports
         n.notes.append(f"the bench exited {code}; its results were judged as written")
     return f"--bench {cfg.bench!r}"

@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 from perfci.files import atomic_write_text
+from perfci.procs import KILL_GRACE_S, drain, wait_group
 
 CHILD_ENV = "PERFCI_PYTEST_CHILD"
 
@@ -31,27 +32,27 @@ def child_report(path: str, row: dict[str, str], outcome: str) -> None:
 
 def run_isolated(nodeid: str, rootdir: str, device: str, timeout_s: float) -> tuple[dict | None, str]:
     """Run one test node in a child pytest. Returns (its last report or None, a problem line or '')."""
-    fd, path = tempfile.mkstemp(prefix="perfci-case-", suffix=".json")
-    os.close(fd)
-    os.unlink(path)
-    cmd = [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", "--no-header",
-           "-o", "addopts=", "--rootdir", rootdir, "--perfci-device", device]
-    env = {**os.environ, CHILD_ENV: path}
-    proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout_s)
-        problem = "" if proc.returncode == 0 else _failure_line(proc.returncode, output)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        problem = f"timed out after {timeout_s:g} s (--perfci-timeout); its process was killed"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            report = json.load(fh)
-        os.unlink(path)
-    except (OSError, ValueError):
-        report = None
+    with tempfile.TemporaryDirectory(prefix="perfci-case-") as tmp:  # removed on any exit, Ctrl-C too
+        path = os.path.join(tmp, "case.json")
+        cmd = [sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", "--no-header",
+               "-o", "addopts=", "--rootdir", rootdir, "--perfci-device", device]
+        env = {**os.environ, CHILD_ENV: path}
+        proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+        lines: list[str] = []
+        reader = drain(proc.stdout, lines.append)
+        # Its group is ended when it exits (a child it left running too), at the timeout, or on Ctrl-C.
+        code = wait_group(proc, timeout_s, KILL_GRACE_S)
+        reader.join(timeout=5)
+        if code is None:
+            problem = f"timed out after {timeout_s:g} s (--perfci-timeout); its process was killed"
+        else:
+            problem = "" if code == 0 else _failure_line(code, "".join(lines))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                report = json.load(fh)
+        except (OSError, ValueError):
+            report = None
     return report, problem
 
 

@@ -1,6 +1,8 @@
 """End to end through ``python -m perfci bisect`` on synthetic repos with dirty trees."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.bisect.clihelp import one_clean_line, parse_json, perfci
@@ -236,4 +238,34 @@ def test_a_report_redirected_into_the_repo_lands_there_and_nothing_else_moves(hi
     assert proc.returncode == 0, proc.stderr
     assert parse_json(report.read_text())["culprit"]["sha"] == h.culprit
     report.unlink()
+    assert snapshot(h.path) == before
+
+
+def test_a_bench_run_has_a_timeout_unless_told_otherwise():
+    from perfci.bisect import cli as bisect_cli
+    from perfci.cli import build_parser
+
+    def bench(*words: str):
+        args = build_parser().parse_args(["bisect", "v1", "HEAD", *words, "--", "./bench.sh"])
+        bisect_cli._split_command(args)
+        return bisect_cli._config(args, lambda phase: None).bench
+
+    assert bench().timeout == 1800
+    assert bench("--timeout", "7").timeout == 7
+
+
+def test_the_total_budget_stops_a_hung_run_in_flight(history_factory, tmp_path):
+    from tests.proc_util import wait_until_dead
+
+    h = history_factory(n_commits=4, culprit_index=2)
+    before = snapshot(h.path)
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    result = perfci(h.path, "--budget", "10", "--total-budget", "2", h.good, h.bad, "--", "bash", "-c",
+                    f"sleep 3334 & echo $! >> {pids}; wait; echo 1", timeout=60)
+    assert time.monotonic() - started < 20  # 2 s, a grace of 1 s, SIGTERM's 5 s; not the 1800 s timeout
+    assert result.returncode == 2, result.stderr
+    line = one_clean_line(result.stderr)
+    assert "the --total-budget 2 s ran out" in line
+    assert all(wait_until_dead(int(pid), timeout=2) for pid in pids.read_text().split())
     assert snapshot(h.path) == before

@@ -1,12 +1,17 @@
-"""perfci.confirm.session: the order of the runs within a round."""
+"""perfci.confirm.session: the order of the runs within a round; what one bench run leaves, and when it is stopped."""
 from __future__ import annotations
 
 import math
+import time
 from itertools import islice
+from pathlib import Path
 
 import pytest
 
-from perfci.confirm.session import ABBA, BAAB, round_orders
+from perfci.benchcmd import BenchSpec, Deadline
+from perfci.benchmetric import MetricSpec
+from perfci.confirm.session import ABBA, BAAB, ConfirmConfig, Side, _measure, round_orders
+from tests.proc_util import wait_until_dead
 
 
 def test_rounds_alternate_abba_and_baab_so_no_run_position_favours_a_side():
@@ -25,3 +30,36 @@ def test_rounds_alternate_abba_and_baab_so_no_run_position_favours_a_side():
         return sum(logs["cur"]) / 2 - sum(logs["base"]) / 2
     assert d(ABBA) == pytest.approx(math.log(0.97) - math.log(1.03))
     assert sum(d(o) for o in orders) == pytest.approx(0.0, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- one bench run's process group
+
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "compare" / "base.csv"
+
+
+def _run_once(tmp_path: Path, line: str, timeout: float = 60.0, deadline: Deadline | None = None):
+    cfg = ConfirmConfig(tmp_path, "a", "b", BenchSpec((line,), None, MetricSpec(), timeout), results_path="r.csv")
+    started = time.monotonic()
+    out = _measure(cfg, Side("base", "a", "0" * 40, tmp_path), deadline)
+    return out, time.monotonic() - started
+
+
+def test_a_run_s_background_child_is_killed_and_the_round_does_not_wait_for_it(tmp_path):
+    (values, why), seconds = _run_once(tmp_path, f"sleep 3334 & echo $! > pid; cp {RESULTS} r.csv")
+    assert why == "" and values
+    assert seconds < 4.0
+    assert wait_until_dead(int((tmp_path / "pid").read_text()), timeout=1.0)
+
+
+def test_a_run_that_wrote_its_results_then_hung_is_a_failed_run(tmp_path):
+    (values, why), seconds = _run_once(tmp_path, f"cp {RESULTS} r.csv; sleep 3334", timeout=0.5)
+    assert values == {} and why == "bench timed out after 0.5s"
+    assert seconds < 7.0
+
+
+def test_the_budget_s_end_stops_a_run_in_flight(tmp_path):
+    (values, why), seconds = _run_once(tmp_path, "sleep 3334", deadline=Deadline(time.monotonic() + 0.5, "--budget 4 s"))
+    assert values == {} and why == "bench stopped after 0.5s: the --budget 4 s ran out"
+    assert seconds < 7.0
+    (values, why), _ = _run_once(tmp_path, "true", deadline=Deadline(time.monotonic() - 1, "--budget 4 s"))
+    assert values == {} and why == "not run: the --budget 4 s ran out"

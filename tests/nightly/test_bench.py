@@ -14,15 +14,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.bisect.clihelp import default_sigint
 from tests.bisect.synth import git
-from tests.nightly.conftest import stage, verdict
+from tests.nightly.conftest import ROOT, stage, verdict
+from tests.proc_util import wait_until_dead
 
 BENCH = textwrap.dedent('''\
     """A stand-in bench: two cases, times from speed.txt, a perfci results CSV at argv[1]."""
@@ -196,3 +200,89 @@ def test_a_suite_file_under_bench_is_refused(tmp_path):
     proc = tool(root, "nightly", "suites/x.toml", "--bench", "true {out}", "--out", str(tmp_path / "n"),
                 log=tmp_path / "log")
     assert proc.returncode == 2 and "with --bench, SUITE is the name" in proc.stderr
+
+
+# --------------------------------------------------------------------------- the bench's processes, its time
+
+
+def test_a_bench_s_background_child_is_killed_and_the_night_records_its_timeout(tmp_path):
+    root = make_project(tmp_path / "repo")
+    pid = tmp_path / "child.pid"
+    proc = bench_night(root, tmp_path / "n", tmp_path / "log", "--bench",
+                       f"sleep 3334 & echo $! > {pid}; {sys.executable} bench.py {{out}}")
+    assert proc.returncode == 0, proc.stderr
+    assert wait_until_dead(int(pid.read_text()), timeout=2.0), "the bench's child outlived the night"
+    assert verdict(tmp_path / "n")["bench_timeout_s"] == 1800
+
+
+def test_a_bench_that_hangs_after_writing_its_results_times_out_as_a_failed_run_never_judged(tmp_path):
+    root = make_project(tmp_path / "repo")
+    started = time.monotonic()
+    proc = bench_night(root, tmp_path / "n", tmp_path / "log", "--bench-timeout", "1", "--bench",
+                       f"{sys.executable} bench.py {{out}}; sleep 3334")
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "timed out after 1 s (--bench-timeout)" in line and "Traceback" not in proc.stderr
+    assert not (tmp_path / "n" / "run.csv").exists()
+    v = verdict(tmp_path / "n")
+    assert v["bench_timeout_s"] == 1 and stage(v, "tonight")["status"] == "failed"
+
+
+def _leftovers(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith("perfci-"))
+
+
+def _bench_line(pids: Path) -> str:
+    """A bench that starts two children of its own and waits on them, writing their pids first."""
+    return f"sleep 3334 & echo $! >> {pids}; sleep 3335 & echo $! >> {pids}; wait # {{out}}"
+
+
+def _wait_for_pids(pids: Path, count: int, timeout: float = 60.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pids.exists() and len(pids.read_text().split()) >= count:
+            return [int(p) for p in pids.read_text().split()]
+        time.sleep(0.05)
+    raise AssertionError("the bench never started")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_confirm_of_a_bench_leaves_no_temporary_folder_and_no_process(tmp_path, sig):
+    root = make_project(tmp_path / "repo")
+    commit(root, "two", {"NOTES": "two\n"})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pids = tmp_path / "pids"
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    bench = [sys.executable, "-m", "perfci.nightly.bench", "--command", _bench_line(pids), "--results", "r.csv",
+             "--suite", "bench"]
+    proc = subprocess.Popen([sys.executable, "-m", "perfci", "confirm", "HEAD~1", "HEAD", "--results", "r.csv",
+                             "--build", "", "--", *bench], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    children = _wait_for_pids(pids, 2)
+    assert any(name.startswith("perfci-bench-") for name in _leftovers(tmp))
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert all(wait_until_dead(pid, timeout=2.0) for pid in children)
+    assert _leftovers(tmp) == []  # the worktrees' folder and the bench's own temporary folder
+    assert git(root, "worktree", "list").count("\n") == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_worktrees_entry_point_ends_its_bench_and_removes_its_folder_on_a_signal(tmp_path, sig):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pids = tmp_path / "pids"
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "perfci.nightly.bench", "--command", _bench_line(pids),
+                             "--results", "r.csv", "--suite", "bench"], cwd=tmp_path, env=env,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_sigint)
+    children = _wait_for_pids(pids, 2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip() == "perfci: interrupted"
+    assert all(wait_until_dead(pid, timeout=2.0) for pid in children)
+    assert _leftovers(tmp) == []
