@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES
 from perfci.errors import PerfciError
+from perfci.escape import md_code, md_text
 from perfci.files import read_input_text
 
 Key = tuple[str, str, str]
@@ -110,7 +111,7 @@ def behind(data: Mapping[str, Any], cases: Iterable[tuple[Key, str]], arch: str 
 
 
 def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return md_text(text)
 
 
 def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] = (), heading: str = "####") -> str:
@@ -123,8 +124,8 @@ def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] =
     out.append("")
     for d in diffs:
         n = d.get("counts") or {}
-        out.append(f"- {d.get('suite')} on {d.get('arch')}: {n.get('worse', 0)} worse ({n.get('accepted', 0)} "
-                   f"accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, {n.get('added', 0)} added, "
+        out.append(f"- {_cell(d.get('suite'))} on {_cell(d.get('arch'))}: {n.get('worse', 0)} worse "
+                   f"({n.get('accepted', 0)} accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, {n.get('added', 0)} added, "
                    f"{n.get('removed', 0)} removed")
     rows = [(d.get("arch"), c) for d in diffs for c in d.get("cases") or ()]
     if rows:
@@ -132,14 +133,14 @@ def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] =
         for arch, c in rows[:MAX_ROWS]:
             verdict = c.get("verdict", "")
             verdict = "worse (accepted)" if verdict == "worse" and c.get("accepted") else (
-                f"**{verdict}**" if verdict == "worse" else verdict)
-            out.append(f"| {arch} | `{_cell(' '.join((c['kernel'], c['shape'], c['dtype'])))}` | "
+                f"**{verdict}**" if verdict == "worse" else _cell(verdict))
+            out.append(f"| {_cell(arch)} | {md_code(' '.join((c['kernel'], c['shape'], c['dtype'])), table=True)} | "
                        f"{_cell(c.get('summary') or '-')} | {verdict} |")
         if len(rows) > MAX_ROWS:
             out.append(f"| … | {len(rows) - MAX_ROWS} more in compile.json | | |")
     if behind_rows:
         out += ["", "Behind tonight's timing verdicts:", ""]
-        out += [f"- `{_cell(' '.join(b['case']))}` {b['verdict']}: {b['arch']} {_cell(b['changes'])} ({b['compile']})"
-                for b in behind_rows]
+        out += [f"- {md_code(' '.join(b['case']))} {_cell(b['verdict'])}: {_cell(b['arch'])} {_cell(b['changes'])} "
+                f"({_cell(b['compile'])})" for b in behind_rows]
     out += ["", f"<sub>{_cell(data.get('rule', ''))}</sub>", ""]
     return "\n".join(out)
