@@ -8,7 +8,8 @@ text through one function here, at the place it is written:
 
 - :func:`md_text`: markdown prose and table cells. Nothing a name holds
   becomes a link, an image, an autolink, HTML, a mention, an issue reference,
-  emphasis, a heading, a list, a new line or a new table cell.
+  emphasis, a heading, a list, a new line or a new table cell. A writer puts
+  no "(" right after it (a "]" it ends with would open a link there).
 - :func:`md_code`: an inline code span no backtick in the name can close.
 - :func:`md_block`: a fenced code block no line of the text can close.
 - :func:`html_text`: text inside raw HTML in markdown (``<summary>``).
@@ -17,10 +18,8 @@ text through one function here, at the place it is written:
   sequence of its own (it could clear the screen, retitle the window, hide text).
 - :func:`yaml_scalar`: a YAML scalar that reads back as the same string.
 
-Ordinary names (letters, digits, ``_ . - [ ] = x``) come out as they went in
-where they always did (code spans, terminal, CSV, YAML), so reports of a
-normal night are the same bytes; a markdown bracket is written ``\\[``, which
-GitHub shows as ``[``.
+Ordinary names and messages (letters, digits, ``_ . - [ ] = x ( ) % : , +``)
+come out as they went in, so the reports of a normal night are the same bytes.
 """
 from __future__ import annotations
 
@@ -44,14 +43,17 @@ _LIVE_WORDS = re.compile(r"(?<=@)(?=[A-Za-z0-9])|(?<=#)(?=[0-9])|(?<=GH-)(?=[0-9
                          r"|(?i:(?<=www)(?=\.))", re.ASCII)
 
 # Backslash-escaped wherever they stand: code spans and fences (`), emphasis (*, ~),
-# links, images, footnotes and reference definitions ([ ]), table cells (|), math ($),
-# and the backslash itself, so the text cannot escape an escape of ours.
-_ALWAYS = re.compile(r"[\\`*~\[\]|$]")
+# table cells (|), math ($), and the backslash itself, so the text cannot escape an escape of ours.
+_ALWAYS = re.compile(r"[\\`*~|$]")
 # Escaped where they would start something: "<" before a tag, comment or autolink;
-# "&" before an entity (&#64; is an "@"); "_" at a word's edge (inside a word it is no emphasis).
-_WHERE = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])|(?<![^\W_])_|_(?![^\W_])")
-# At the start of a line, what opens a block: heading, quote, list item (a marker and a space).
-_BLOCK_START = re.compile(r"^(?:#|>|[-+](?= |$)|-(?=[- ]*$)|\d{1,9}(?=[.)](?: |$)))")
+# "&" before an entity (&#64; is an "@"); "_" at a word's edge (inside a word it is no emphasis);
+# "(" after "]", which makes "[text](url)" and "![alt](src)" a link and an image.
+_WHERE = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])|(?<![^\W_])_|_(?![^\W_])|(?<=\])\(")
+# At the start of a block, what opens one: heading, quote, list item (a marker and a space),
+# thematic break, and "[": a link reference or footnote definition ("[x]: url"), a task box.
+# Without a definition, "[x]" and "[x][y]" are no link; text put through md_text can start a
+# block only at its start (its new lines are spaces), so no definition can come from it.
+_BLOCK_START = re.compile(r"^(?:#|>|\[|[-+](?= )|-(?=(?: *-){2,} *$)|\d{1,9}(?=[.)](?: |$)))")
 
 
 def _one_line(text: object) -> str:
