@@ -74,8 +74,8 @@ def _html_problems(html: str) -> list[str]:
     return found + _text_problems("".join(parser.data), "HTML")
 
 
-def live(document: str) -> list[str]:
-    """Everything in ``document`` that would render as more than text."""
+def live(document: str, own_links: tuple[str, ...] = ()) -> list[str]:
+    """Everything in ``document`` that would render as more than text (but links to ``own_links``)."""
     found: list[str] = []
     for token in _MD.parse(document):
         if token.type == "html_block":
@@ -83,7 +83,9 @@ def live(document: str) -> list[str]:
         for child in token.children or ():
             if child.type in ("link_open", "image"):
                 kind = "autolink" if child.markup == "autolink" else child.type
-                found.append(f"{kind} to {child.attrGet('href') or child.attrGet('src')!r}")
+                target = child.attrGet("href") or child.attrGet("src")
+                if not (kind == "link_open" and target in own_links):
+                    found.append(f"{kind} to {target!r}")
             elif child.type == "html_inline":
                 found += _html_problems(child.content)
             elif child.type == "text":
@@ -115,3 +117,9 @@ def one_line(name: str) -> str:
     """A name as perfci shows it on one line: its whitespace, control characters and bidirectional
     overrides as one space."""
     return " ".join(re.sub("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", " ", name).split())
+
+
+def headings(document: str) -> list[str]:
+    """The text of every heading, in order (a name that made one, or hid one in a block, shows here)."""
+    tokens = _MD.parse(document)
+    return [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
