@@ -125,8 +125,8 @@ def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] =
     for d in diffs:
         n = d.get("counts") or {}
         out.append(f"- {_cell(d.get('suite'))} on {_cell(d.get('arch'))}: {n.get('worse', 0)} worse "
-                   f"({n.get('accepted', 0)} accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, {n.get('added', 0)} added, "
-                   f"{n.get('removed', 0)} removed")
+                   f"({n.get('accepted', 0)} accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, "
+                   f"{n.get('added', 0)} added, {n.get('removed', 0)} removed")
     rows = [(d.get("arch"), c) for d in diffs for c in d.get("cases") or ()]
     if rows:
         out += ["", "| arch | case | what changed | verdict |", "|---|---|---|---|"]

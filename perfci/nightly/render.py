@@ -236,7 +236,8 @@ def brief(name: str, o: core.Outcome, d: core.Decision) -> str:
                           indent=2) + "\n"
     head = (f"### perfci nightly {md_text(o.suite)} on {md_text(o.device)}: exit {d.exit_code}"
             if name == "summary.md"
-            else f"## perfci-nightly {md_text(o.arch or 'unknown')} {md_text(o.suite or 'unknown')}: {md_text(d.headline)}")
+            else f"## perfci-nightly {md_text(o.arch or 'unknown')} {md_text(o.suite or 'unknown')}: "
+                 f"{md_text(d.headline)}")
     return "\n".join([head, "", f"**{md_text(d.headline)}**", "",
                       f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}",
                       *(f"- :warning: {md_text(w)}" for w in warnings)]) + "\n"

@@ -1,4 +1,4 @@
-"""compare's markdown, csv and table with hostile names: read back by markdown-it-py, the csv module, a terminal's eye."""
+"""compare's markdown, csv and table with hostile names, read back by markdown-it-py and the csv module."""
 import csv
 import io
 import re
