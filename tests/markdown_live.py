@@ -25,8 +25,8 @@ OWN_TAGS = {"details", "summary", "code", "sub"}
 # GitHub's mention filter: "@" after the start or a character that is not a word character,
 # then a name; the issue filter: "#" and digits; the autolink extension: a scheme's "://",
 # "www." and an e-mail address.
-MENTION = re.compile(r"(?<![A-Za-z0-9_`])@[A-Za-z0-9]")
-ISSUE = re.compile(r"(?<![A-Za-z0-9_&])#[0-9]|\bGH-[0-9]")
+MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]")
+ISSUE = re.compile(r"(?<![A-Za-z0-9_])#[0-9]|\bGH-[0-9]")
 BARE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|\bwww\.", re.IGNORECASE)
 EMAIL = re.compile(r"[A-Za-z0-9._+-]@[A-Za-z0-9-]+\.[A-Za-z]")
 INVISIBLE = "\u200b\u200c\u200d"
