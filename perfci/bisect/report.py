@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from perfci.bisect.core import BisectResult, Interval, PairCheck, StepRecord, Verdict
+from perfci.escape import md_block, md_code, md_text, term_text
 from perfci.verdict import confidence_text
 
 
@@ -80,7 +81,7 @@ def _position(r: StepRecord) -> str:
 def render_text(result: BisectResult) -> str:
     lines = _summary_lines(result)
     if result.culprit_diffstat:
-        lines += ["", result.culprit_diffstat]
+        lines += ["", *result.culprit_diffstat.split("\n")]
     lines += ["", f"{'#':>4}  {'commit':12}  {'rounds':>6}  {'runs':>4}  {'fail':>4}  {'median':>10}  {'pos':>5}  "
                   f"verdict / subject"]
     for r in _rows(result):
@@ -91,24 +92,31 @@ def render_text(result: BisectResult) -> str:
             lines.append(f"{'':>4}  {r.verdict.value}: {r.reason}")
     for w in result.warnings:
         lines.append(f"warning: {w}")
-    return "\n".join(lines) + "\n"
+    # Commit subjects, authors and messages are other people's text: no control character of theirs is printed.
+    return "\n".join(term_text(line) for line in lines) + "\n"
 
 
 def render_markdown(result: BisectResult) -> str:
     out = ["## perfci bisect", ""]
-    out += [f"- {line.strip()}" for line in _summary_lines(result)]
+    out += [_md_item(line) for line in _summary_lines(result)]
     if result.culprit_diffstat:
-        out += ["", "```", result.culprit_diffstat, "```"]
+        out += ["", md_block(result.culprit_diffstat)]
     out += ["", "| # | commit | rounds | runs | failed | median | position | verdict | subject |",
             "|---:|---|---:|---:|---:|---:|---:|---|---|"]
     for r in _rows(result):
-        subject = r.subject.replace("|", "\\|")[:60]
-        out.append(f"| {r.order} | `{r.sha[:12]}` | {r.rounds or ''} | {len(r.samples.values)} | "
+        subject = md_text(" ".join(r.subject.split())[:60])
+        out.append(f"| {r.order} | {md_code(r.sha[:12], table=True)} | {r.rounds or ''} | {len(r.samples.values)} | "
                    f"{r.samples.failures} | {_fmt(r.samples.median)} | {_position(r)} | "
                    f"{_verdict_label(r, result)} | {subject} |")
     for w in result.warnings:
-        out.append(f"\nwarning: {w}")
+        out.append(f"\nwarning: {md_text(w)}")
     return "\n".join(out) + "\n"
+
+
+def _md_item(line: str) -> str:
+    """A summary line as a list item; its own "  - " items (the advice) nested, as the text shows them."""
+    text = line.strip()
+    return f"- - {md_text(text[2:])}" if text.startswith("- ") else f"- {md_text(text)}"
 
 
 def _iv(i: Interval | None):

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from perfci.compare.comparison import CaseComparison, Comparison
 from perfci.compare.explain import explain_json, explain_lines
 from perfci.compare.identity import identity_lines
+from perfci.escape import csv_cell, md_code, md_text, term_text
 from perfci.verdict import CASE_VERDICTS, Verdict
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", Verdict.INCONCLUSIVE: "??",
@@ -83,7 +84,8 @@ def render_table(cmp: Comparison) -> str:
               "95% CI", "q", "floor", "verdict")
     rows = [header]
     for c in cmp.cases:
-        rows.append((MARK[c.verdict], c.kernel, c.shape, c.dtype, _us(c.base_us), _us(c.cur_us),
+        rows.append((MARK[c.verdict], term_text(c.kernel), term_text(c.shape), term_text(c.dtype), _us(c.base_us),
+                     _us(c.cur_us),
                      *_throughput(c), _pct(c.raw_ratio), _pct(c.ratio), _ci(c), _num(c.q_value, ".2g"),
                      "" if c.floor_pct is None else f"{c.floor_pct:.1f}%", c.verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -97,28 +99,27 @@ def render_table(cmp: Comparison) -> str:
     out.extend(f"note: {n}" for n in cmp.notes)
     for c in cmp.cases:
         out.extend(([""] + explain_lines(c)) if c.explain else [])
-    return "\n".join(out) + "\n"
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
+    # Names, paths, notes and explanations come from the files compared: no escape sequence of theirs
+    # reaches the terminal (the cells were rewritten before their widths were taken).
+    return "\n".join(term_text(line) for line in out) + "\n"
 
 
 def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
     """GitHub-flavoured markdown: headline, the cases that matter, then the rest folded."""
     icon = (":x:" if cmp.regressed else ":warning:" if cmp.inconclusive else ":white_check_mark:")
     out = [f"### {icon} perfci compare: {_headline(cmp)}", ""]
-    out.extend(f"- {_md_escape(line)}" for line in _summary_lines(cmp)[1:])
-    out.extend(f"- {_md_escape(n)}" for n in cmp.notes)
+    out.extend(f"- {md_text(line)}" for line in _summary_lines(cmp)[1:])
+    out.extend(f"- {md_text(n)}" for n in cmp.notes)
     out.append("")
 
     def table(cases) -> list[str]:
         lines = ["| verdict | kernel | shape | dtype | base µs | cur µs | TFLOP/s | % roof | raw | judged | "
                  "95% CI | q | floor |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
         for c in cases[:max_rows]:
-            lines.append("| " + " | ".join(_md_escape(x) for x in (
+            lines.append("| " + " | ".join((
                 f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN) else c.verdict,
-                f"`{c.kernel}`", c.shape, c.dtype, _us(c.base_us), _us(c.cur_us), *_throughput(c),
+                md_code(c.kernel, table=True), md_text(c.shape), md_text(c.dtype), _us(c.base_us), _us(c.cur_us),
+                *_throughput(c),
                 _pct(c.raw_ratio), _pct(c.ratio), _ci(c), _num(c.q_value, ".2g"),
                 "" if c.floor_pct is None else f"{c.floor_pct:.1f}%")) + " |")
         if len(cases) > max_rows:
@@ -144,9 +145,10 @@ def _md_explain(cmp: Comparison) -> list[str]:
     for c in cmp.cases:
         if c.explain is None:
             continue
-        out += ["", f"**why `{_md_escape(c.kernel)}` {c.shape} {c.dtype} {c.verdict}:** {_md_escape(c.explain.reading)}",
+        out += ["", f"**why {md_code(c.kernel)} {md_text(c.shape)} {md_text(c.dtype)} {c.verdict}:** "
+                    f"{md_text(c.explain.reading)}",
                 "", "<details><summary>base vs cur</summary>", "", "| | base | cur |", "|---|---|---|"]
-        out += [f"| {'**' + w + '**' if b != v else w} | {_md_escape(b)} | {_md_escape(v)} |"
+        out += [f"| {'**' + md_text(w) + '**' if b != v else md_text(w)} | {md_text(b)} | {md_text(v)} |"
                 for w, b, v in c.explain.sides]
         out += ["", "</details>"]
     return out
@@ -185,7 +187,8 @@ def render_csv(cmp: Comparison) -> str:
     w.writeheader()
     for c in cmp.cases:
         d = asdict(c)
-        w.writerow({k: ("" if d[k] is None else d[k]) for k in CSV_FIELDS})
+        # A name such as =HYPERLINK(...) is text to a spreadsheet, not a formula (perfci.escape.csv_cell).
+        w.writerow({k: ("" if d[k] is None else csv_cell(d[k])) for k in CSV_FIELDS})
     return buf.getvalue()
 
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from perfci.errors import EXIT_OK, EXIT_REGRESSION, PerfciError
+from perfci.escape import md_block
 
 DESCRIPTION = """\
 Compile every case of SUITE with the kernel and config 'perfci run' would launch
@@ -140,7 +141,7 @@ def main(args) -> int:
     if args.format == "json":
         print(report_json(reports, suite.name, [a.name for a in arches]))
     elif args.format == "markdown":
-        print(f"```text\n{table(reports)}\n```")
+        print(md_block(table(reports), "text"))
     else:
         print(table(reports))
         print(args.footer)

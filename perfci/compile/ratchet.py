@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES
 from perfci.errors import PerfciError
+from perfci.escape import md_code, md_text
 from perfci.files import read_input_text
 
 Key = tuple[str, str, str]
@@ -109,37 +110,33 @@ def behind(data: Mapping[str, Any], cases: Iterable[tuple[Key, str]], arch: str 
             for a, cv, what in found.get(key, ())]
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] = (), heading: str = "####") -> str:
     """The nightly's section: counts per arch, the changed cases, and what is behind a timing verdict."""
     diffs = data.get("diffs") or []
     failing = int(data.get("failing") or 0)
-    out = [f"{heading} Compiled resources (against {_cell(data.get('baseline', 'the baseline'))})", ""]
+    out = [f"{heading} Compiled resources (against {md_text(data.get('baseline', 'the baseline'))})", ""]
     out.append(f"**{failing} case(s) worse** than the compile baseline." if failing else
                "No case worse than the compile baseline.")
     out.append("")
     for d in diffs:
         n = d.get("counts") or {}
-        out.append(f"- {d.get('suite')} on {d.get('arch')}: {n.get('worse', 0)} worse ({n.get('accepted', 0)} "
-                   f"accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, {n.get('added', 0)} added, "
-                   f"{n.get('removed', 0)} removed")
+        out.append(f"- {md_text(d.get('suite'))} on {md_text(d.get('arch'))}: {n.get('worse', 0)} worse "
+                   f"({n.get('accepted', 0)} accepted), {n.get('better', 0)} better, {n.get('same', 0)} same, "
+                   f"{n.get('added', 0)} added, {n.get('removed', 0)} removed")
     rows = [(d.get("arch"), c) for d in diffs for c in d.get("cases") or ()]
     if rows:
         out += ["", "| arch | case | what changed | verdict |", "|---|---|---|---|"]
         for arch, c in rows[:MAX_ROWS]:
             verdict = c.get("verdict", "")
             verdict = "worse (accepted)" if verdict == "worse" and c.get("accepted") else (
-                f"**{verdict}**" if verdict == "worse" else verdict)
-            out.append(f"| {arch} | `{_cell(' '.join((c['kernel'], c['shape'], c['dtype'])))}` | "
-                       f"{_cell(c.get('summary') or '-')} | {verdict} |")
+                f"**{verdict}**" if verdict == "worse" else md_text(verdict))
+            out.append(f"| {md_text(arch)} | {md_code(' '.join((c['kernel'], c['shape'], c['dtype'])), table=True)} | "
+                       f"{md_text(c.get('summary') or '-')} | {verdict} |")
         if len(rows) > MAX_ROWS:
             out.append(f"| … | {len(rows) - MAX_ROWS} more in compile.json | | |")
     if behind_rows:
         out += ["", "Behind tonight's timing verdicts:", ""]
-        out += [f"- `{_cell(' '.join(b['case']))}` {b['verdict']}: {b['arch']} {_cell(b['changes'])} ({b['compile']})"
-                for b in behind_rows]
-    out += ["", f"<sub>{_cell(data.get('rule', ''))}</sub>", ""]
+        out += [f"- {md_code(' '.join(b['case']))} {md_text(b['verdict'])}: {md_text(b['arch'])} "
+                f"{md_text(b['changes'])} ({md_text(b['compile'])})" for b in behind_rows]
+    out += ["", f"<sub>{md_text(data.get('rule', ''))}</sub>", ""]
     return "\n".join(out)

@@ -5,6 +5,7 @@ import json
 from typing import Any, Sequence
 
 from perfci.compile.report import CaseReport, KernelReport, case_json
+from perfci.escape import term_text
 
 _SHORT = {"num_warps": "w", "num_stages": "s", "waves_per_eu": "wpe", "matrix_instr_nonkdim": "mi", "kpack": "kp",
           "GROUP_M": "g", "SPLIT_K": "split", "BLOCK": "block"}
@@ -51,6 +52,8 @@ def table(reports: Sequence[CaseReport]) -> str:
             rows.append([report.arch, spec.label, spec.shape, spec.dtype, "-", "-", "-", "-", "-", "-", report.note])
         for i, k in enumerate(report.kernels):
             rows.append(_row(report, k, i == 0))
+    # Labels and compile errors are the kernels' text: no control character of theirs reaches the terminal.
+    rows = [[term_text(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header] + rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

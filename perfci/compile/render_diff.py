@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from perfci.compile.arches import ARCHES
 from perfci.compile.diff import RULE, CaseDiff, Change, ResourceDiff
+from perfci.escape import md_code, md_text, term_text
 
 _NAMES = {"vgprs": "VGPRs", "agprs": "AGPRs", "sgprs": "SGPRs", "registers": "registers", "spills": "spills",
           "scratch_bytes": "scratch", "occupancy": "occupancy", "error": "compile error"}
@@ -91,7 +92,8 @@ def summary_line(d: ResourceDiff) -> str:
 
 def table(diffs: Sequence[ResourceDiff]) -> str:
     header = ["arch", "kernel", "shape", "dtype", "what changed", "verdict"]
-    rows = [[d.arch, c.kernel, c.shape, c.dtype, _changes(c, d.arch) or "-", _verdict(c)] for d, c in _rows(diffs)]
+    rows = [[term_text(x) for x in (d.arch, c.kernel, c.shape, c.dtype, _changes(c, d.arch) or "-", _verdict(c))]
+            for d, c in _rows(diffs)]
     lines: list[str] = []
     if rows:
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
@@ -100,8 +102,8 @@ def table(diffs: Sequence[ResourceDiff]) -> str:
         lines.append("")
     else:
         lines.append("no resource changed")
-    lines += [summary_line(d) for d in diffs]
-    lines += _accepted_lines(diffs)
+    lines += [term_text(summary_line(d)) for d in diffs]
+    lines += [term_text(line) for line in _accepted_lines(diffs)]
     lines.append(RULE)
     return "\n".join(lines) + "\n"
 
@@ -128,11 +130,13 @@ def markdown(diffs: Sequence[ResourceDiff], heading: str = "### Compiled resourc
         lines += ["| arch | kernel | shape | dtype | what changed | verdict |", "|---|---|---|---|---|---|"]
         for d, c in rows:
             verdict = f"**{_verdict(c)}**" if c.failing else _verdict(c)
-            what = _changes(c, d.arch).replace("|", "\\|") or "-"
-            lines.append(f"| {d.arch} | `{c.kernel}` | {c.shape} | {c.dtype} | {what} | {verdict} |")
+            what = md_text(_changes(c, d.arch)) or "-"
+            lines.append(f"| {md_text(d.arch)} | {md_code(c.kernel, table=True)} | {md_text(c.shape)} | "
+                         f"{md_text(c.dtype)} | {what} | {verdict} |")
         lines.append("")
-    lines += [f"- {summary_line(d)}" for d in diffs]
-    lines += [f"- {line}" for line in _accepted_lines(diffs)]
+    # Names, compiler versions and acceptance reasons are the project's and the files' text.
+    lines += [f"- {md_text(summary_line(d))}" for d in diffs]
+    lines += [f"- {md_text(line)}" for line in _accepted_lines(diffs)]
     lines += ["", f"<sub>{RULE}</sub>", ""]
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ import json
 import math
 
 from perfci.confirm.analysis import CaseConfirmation, Confirmation
+from perfci.escape import csv_cell, html_text, md_code, md_text, term_text
 from perfci.verdict import Verdict, confidence_text
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??"}
@@ -106,7 +107,7 @@ def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
     header = ("", "case", "cur/base", _level(conf), *(("raw cur/base",) if raw else ()), "rounds", "q", "verdict")
     rows = [header]
     for case in conf.cases:
-        name = " ".join(case.key)
+        name = term_text(" ".join(case.key))
         ci = f"[{_pct(case.ci_low)}, {_pct(case.ci_high)}]" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
         rows.append((MARK[case.verdict], name, _pct(case.ratio), ci, *((_raw(case),) if raw else ()),
@@ -120,13 +121,14 @@ def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
     out.append("")
     out.extend(_summary(conf, rounds, sides, cfg))
     out.extend(_explain_text(conf, rounds))
-    return "\n".join(out) + "\n"
+    # Refs, names and explanations are the user's: none of their control characters reaches the terminal.
+    return "\n".join(term_text(line) for line in out) + "\n"
 
 
 def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
     icon = ":x:" if conf.regressed else ":warning:" if conf.inconclusive else ":white_check_mark:"
-    out = [f"### {icon} perfci confirm {_identity(sides, cfg)}: {_headline(conf)}", ""]
-    out += [f"- {line}" for line in _summary(conf, rounds, sides, cfg)[1:]]
+    out = [f"### {icon} perfci confirm {md_text(_identity(sides, cfg))}: {_headline(conf)}", ""]
+    out += [f"- {md_text(line)}" for line in _summary(conf, rounds, sides, cfg)[1:]]
     raw = conf.reference_used
     out += ["", f"| verdict | case | cur/base | {_level(conf)} |{' raw cur/base |' if raw else ''} rounds | q |",
             f"|---|---|---:|---|{'---:|' if raw else ''}---:|---:|"]
@@ -134,14 +136,14 @@ def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
         verdict = f"**{case.verdict}**" if case.verdict == Verdict.REGRESSED else case.verdict
         ci = f"{_pct(case.ci_low)} .. {_pct(case.ci_high)}" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
-        name = " ".join(case.key).replace("|", "\\|")
-        out.append(f"| {verdict} | `{name}` | {_pct(case.ratio)} | {ci} |{f' {_raw(case)} |' if raw else ''} "
+        name = md_code(" ".join(case.key), table=True)
+        out.append(f"| {verdict} | {name} | {_pct(case.ratio)} | {ci} |{f' {_raw(case)} |' if raw else ''} "
                    f"{case.rounds} | {q} |")
     for key, ex in _explanations(conf, rounds).items():
-        name = " ".join(key).replace("|", "\\|")
-        out += ["", f"<details><summary><code>{name}</code>: {ex.reading}</summary>", "",
-                "| what | base | cur |", "|---|---|---|"]
-        out += [f"| {'**' + w + '**' if b != c else w} | {b or '-'} | {c or '-'} |".replace("\n", " ")
+        # Raw HTML, where markdown is not read: the name and the reading are HTML-escaped.
+        out += ["", f"<details><summary><code>{html_text(' '.join(key))}</code>: {html_text(ex.reading)}</summary>",
+                "", "| what | base | cur |", "|---|---|---|"]
+        out += [f"| {'**' + md_text(w) + '**' if b != c else md_text(w)} | {md_text(b) or '-'} | {md_text(c) or '-'} |"
                 for w, b, c in ex.sides]
         out += ["", "</details>"]
     return "\n".join(out) + "\n"
@@ -173,7 +175,7 @@ def render_csv(conf: Confirmation, rounds, sides, cfg) -> str:
     writer.writeheader()
     for case in conf.cases:
         row = _case_dict(case)
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
+        writer.writerow({k: ("" if row.get(k) is None else csv_cell(row.get(k))) for k in CSV_FIELDS})
     return buf.getvalue()
 
 

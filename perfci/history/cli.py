@@ -163,7 +163,7 @@ def check_main(args) -> int:
 
 
 def export_main(args) -> int:
-    from perfci.history.otava import otava_table, otava_yaml
+    from perfci.history.otava import otava_table, otava_tests, otava_yaml
     from perfci.history.store import load
 
     history = load(args.store)
@@ -188,15 +188,13 @@ def export_main(args) -> int:
         sys.stdout.write(tables[0].csv_text)
         return EXIT_OK
     out = Path(args.out)
-    files = []
-    for t in tables:
-        name = f"{t.suite or 'suite'}.csv"
-        atomic_write_text(out / name, t.csv_text)
-        files.append((t, name))
-    atomic_write_text(out / "otava.yaml", otava_yaml(files))
-    print(f"wrote {', '.join(str(out / n) for _, n in files)} and {out / 'otava.yaml'} "
+    tests = otava_tests(tables)
+    for test in tests:  # a plain file name: the CSV stays in DIR whatever the suite is called
+        atomic_write_text(out / test.file, test.table.csv_text)
+    atomic_write_text(out / "otava.yaml", otava_yaml(tests))
+    print(f"wrote {', '.join(str(out / t.file) for t in tests)} and {out / 'otava.yaml'} "
           f"({sum(t.n_runs for t in tables)} runs); then: cd {out} && otava analyze --config-file otava.yaml "
-          + " ".join(f"perfci.{t.suite}" for t in tables))
+          + " ".join(t.name for t in tests))
     return EXIT_OK
 
 

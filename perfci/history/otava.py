@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from perfci.escape import yaml_scalar
 from perfci.history.model import Run
 
 TIME_COLUMN = "time"
@@ -73,22 +74,57 @@ def otava_table(runs: Sequence[Run], suite: str) -> OtavaTable:
                       tuple(k for k in keys if k not in names), len(chosen))
 
 
+def _slug(suite: str) -> str:
+    """A suite name (free text in its TOML) as a word of letters, digits and ``_ -``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", suite).strip("_-") or "suite"
+
+
 def test_name(suite: str) -> str:
-    return "perfci." + (re.sub(r"[^A-Za-z0-9_-]+", "_", suite).strip("_") or "suite")
+    return "perfci." + _slug(suite)
 
 
-def otava_yaml(tables: Sequence[tuple[OtavaTable, str]]) -> str:
-    """``otava.yaml`` with one csv test per (table, file name relative to the config)."""
+@dataclass(frozen=True)
+class OtavaTest:
+    """One test of ``otava.yaml``: its table, its name, and its CSV's file name (a plain name, no folder)."""
+
+    table: OtavaTable
+    name: str
+    file: str
+
+
+def otava_tests(tables: Sequence[OtavaTable]) -> tuple[OtavaTest, ...]:
+    """A test name and a file name per table, each unique, made of ``[A-Za-z0-9_.-]``.
+
+    A suite's name is free text (``../../x``, ``/abs/x``, a newline): the file is its slug
+    with ``.csv``, so it stays in the folder it is written to, and two suites whose names
+    differ only in punctuation get ``_2``, ``_3``.
+    """
+    used: set[str] = set()
+    out = []
+    for table in tables:
+        slug = base = _slug(table.suite)
+        i = 2
+        while slug.lower() in used:  # a case-insensitive file system holds one of X.csv and x.csv
+            slug, i = f"{base}_{i}", i + 1
+        used.add(slug.lower())
+        out.append(OtavaTest(table, f"perfci.{slug}", f"{slug}.csv"))
+    return tuple(out)
+
+
+def otava_yaml(tests: Sequence[OtavaTest]) -> str:
+    """``otava.yaml`` with one csv test per table; every name and file is a YAML scalar quoted where needed."""
     lines = ["# Written by `perfci history export --otava`. Otava opens `file` relative to the",
              "# directory it runs in, so run it here:",
-             f"#   otava analyze --config-file otava.yaml {' '.join(test_name(t.suite) for t, _ in tables)}",
+             f"#   otava analyze --config-file otava.yaml {' '.join(t.name for t in tests)}",
              "tests:"]
-    for table, file in tables:
-        lines += [f"  {test_name(table.suite)}:", "    type: csv", f"    file: {file}",
+    for test in tests:
+        table = test.table
+        lines += [f"  {yaml_scalar(test.name)}:", "    type: csv", f"    file: {yaml_scalar(test.file)}",
                   f"    time_column: {TIME_COLUMN}", f"    attributes: [{', '.join(ATTRIBUTES)}]",
                   "    csv_options:", "      delimiter: \",\"", "      quote_char: '\"'", "    metrics:"]
         for name in table.metrics:
-            lines += [f"      {name}:", f"        column: {name}", "        direction: -1  # a time: lower is better"]
+            lines += [f"      {yaml_scalar(name)}:", f"        column: {yaml_scalar(name)}",
+                      "        direction: -1  # a time: lower is better"]
         if not table.metrics:
             lines[-1] = "    metrics: {}"
     return "\n".join(lines) + "\n"

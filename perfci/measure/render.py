@@ -11,6 +11,7 @@ import json
 import statistics
 from typing import Sequence
 
+from perfci.escape import md_text, term_text
 from perfci.model import CaseResult, Environment
 from perfci.results import result_to_row
 from perfci.roofline import ceiling_for, throughput
@@ -51,23 +52,24 @@ def render_table(results: Sequence[CaseResult], env: Environment, suite: str, wi
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"perfci run {suite}", show_edge=False, pad_edge=False)
+    table = Table(title=f"perfci run {term_text(suite)}", show_edge=False, pad_edge=False)
     for header in HEADERS:
         table.add_column(header, justify="right" if header in NUMERIC else "left", overflow="fold")
     for result in results:
         # a label like "splitk_decode[m_fast=1]" is text, not rich markup (which would eat the brackets)
-        table.add_row(*(escape(cell) for cell in table_cells(result, env.arch)))
+        # (and a control character in it is written out, never sent to the terminal)
+        table.add_row(*(escape(term_text(cell)) for cell in table_cells(result, env.arch)))
     buf = io.StringIO()
     Console(file=buf, width=width, color_system=None, force_terminal=False).print(table)
     return buf.getvalue()
 
 
 def render_markdown(results: Sequence[CaseResult], env: Environment, suite: str) -> str:
-    lines = [f"### perfci run {suite}", ""]
+    lines = [f"### perfci run {md_text(suite)}", ""]
     lines.append("| " + " | ".join(HEADERS) + " |")
     lines.append("|" + "|".join("---:" if h in NUMERIC else "---" for h in HEADERS) + "|")
     for result in results:
-        cells = [c.replace("|", "\\|") for c in table_cells(result, env.arch)]
+        cells = [md_text(c) for c in table_cells(result, env.arch)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -96,4 +98,4 @@ def progress_line(index: int, total: int, result: CaseResult) -> str:
     line += f"{median:.4f} µs" if median else result.status
     if result.status != "ok":
         line += f" ({result.status}: {' '.join(result.message.split())[:120]})"
-    return line
+    return term_text(line)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Sequence
 
+from perfci.escape import md_block, md_code, md_text
 from perfci.history.canary import tonight_line
 from perfci.nightly import core
 
@@ -39,12 +41,13 @@ def interval(low: float | None, high: float | None) -> str:
     return f"{pct(low)} .. {pct(high)}"
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+def _cell(text: object, limit: int | None = None) -> str:
+    """Text from a run, an error or a commit, as markdown that shows it and nothing more (perfci.escape)."""
+    return md_text(" ".join(str(text).split())[:limit])
 
 
-def _case(key: Sequence[str]) -> str:
-    return f"`{_cell(' '.join(key))}`"
+def _case(key: Sequence[str], table: bool = True) -> str:
+    return md_code(" ".join(key), table=table)
 
 
 def title(o: core.Outcome) -> str:
@@ -55,8 +58,8 @@ def title(o: core.Outcome) -> str:
 def _stages(o: core.Outcome) -> list[str]:
     out = ["| stage | status | seconds | detail |", "|---|---|---:|---|"]
     for s in o.stages:
-        status = f"**{s.status}** ({s.error})" if s.status == core.FAILED else s.status
-        out.append(f"| {s.name} | {status} | {s.seconds:.1f} | {_cell(s.detail)} |")
+        status = f"**{_cell(s.status)}** ({_cell(s.error)})" if s.status == core.FAILED else _cell(s.status)
+        out.append(f"| {_cell(s.name)} | {status} | {s.seconds:.1f} | {_cell(s.detail)} |")
     return out
 
 
@@ -70,7 +73,7 @@ def _compare_table(o: core.Outcome) -> list[str]:
     for c in changed[:MAX_ROWS]:
         verdict = f"**{c.verdict}**" if c.verdict in ("regressed", "broken", "removed") else c.verdict
         out.append(f"| {verdict} | {_case(c.key)} | {us(c.base_us)} | {us(c.cur_us)} | {pct(c.ratio)} | "
-                   f"{interval(c.ci_low, c.ci_high)} | {_cell(c.reason)[:120]} |")
+                   f"{interval(c.ci_low, c.ci_high)} | {_cell(c.reason, 120)} |")
     if len(changed) > MAX_ROWS:
         out.append(f"| … | {len(changed) - MAX_ROWS} more | | | | | |")
     if quiet:
@@ -92,7 +95,7 @@ def _explained(o: core.Outcome) -> list[str]:
     cases = [c for c in o.cases or () if c.explain]
     out: list[str] = []
     for c in cases[:MAX_EXPLAINED]:
-        out.append(f"- {_case(c.key)} ({c.verdict} {pct(c.ratio)}): {_cell(c.explain)}")
+        out.append(f"- {_case(c.key, table=False)} ({_cell(c.verdict)} {pct(c.ratio)}): {_cell(c.explain)}")
         differs = [(w, b, t) for w, b, t in c.explain_sides if b != t]
         if differs:
             out += ["", "  | what | base | tonight |", "  |---|---|---|"]
@@ -107,18 +110,18 @@ def _culprit(o: core.Outcome) -> list[str]:
     c = o.culprit
     if c is None:
         return []
-    out = [f"First bad commit: `{c.sha}` {_cell(c.subject)}"]
+    out = [f"First bad commit: {md_code(c.sha)} {_cell(c.subject)}"]
     if c.diffstat:
-        out += ["", "```", c.diffstat.strip("\n"), "```"]
+        out += ["", md_block(c.diffstat)]
     return out
 
 
 def _identity(o: core.Outcome) -> list[str]:
-    out = [f"- suite `{o.suite}` on {_cell(o.device)}, commit `{o.sha[:12] or 'unknown'}`"]
+    out = [f"- suite {md_code(o.suite)} on {_cell(o.device)}, commit {md_code(o.sha[:12] or 'unknown')}"]
     if o.baseline:
         out.append(f"- judged against {_cell(o.baseline)}")
     if o.good_sha and o.confirmed is not None:
-        out.append(f"- confirmed against `{o.good_sha[:12]}`, interleaved rounds on this machine")
+        out.append(f"- confirmed against {md_code(o.good_sha[:12])}, interleaved rounds on this machine")
     return out
 
 
@@ -135,7 +138,7 @@ def _canary(o: core.Outcome) -> list[str]:
 
 
 def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
-    out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {o.suite} on {_cell(o.device)}: "
+    out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {_cell(o.suite)} on {_cell(o.device)}: "
            f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
     out += _identity(o)
     out += [f"- :warning: {_cell(w)}" for w in d.warnings]
@@ -145,7 +148,7 @@ def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) 
     if table:
         out += ["", "#### Compare", ""] + table
     if o.confirmed is not None:
-        out += ["", f"#### Confirm (`{o.good_sha[:12]}` -> `{o.sha[:12]}`)", ""] + _confirm_table(o)
+        out += ["", f"#### Confirm ({md_code(o.good_sha[:12])} -> {md_code(o.sha[:12])})", ""] + _confirm_table(o)
     why = _explained(o)
     if why:
         out += ["", "#### Why (compare --explain)", ""] + why
@@ -156,7 +159,7 @@ def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) 
     if canary:
         out += ["", "#### Canary (the detector's own check; never the verdict)", ""] + canary
     if o.files:
-        out += ["", "Files: " + ", ".join(f"`{f}`" for f in o.files)]
+        out += ["", "Files: " + ", ".join(md_code(f) for f in o.files)]
     return _with(out, sections)
 
 
@@ -166,7 +169,7 @@ def _with(lines: list[str], sections: Sequence[str]) -> str:
 
 
 def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
-    out = [f"## {title(o)}: {_cell(d.headline)}", ""]
+    out = [f"## {_cell(title(o))}: {_cell(d.headline)}", ""]
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
     if d.warnings:
@@ -184,11 +187,18 @@ def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) ->
     plots = [f for f in o.files if f.endswith(".png")]
     if plots:
         out += ["", "### Plots (in this night's artifact)", ""]
-        out += [f"- [{f}]({f})" for f in plots]
+        out += [_file_link(f) for f in plots]
     canary = _canary(o)
     if canary:
         out += ["", "### Canary (what this device's detector resolves)", ""] + canary
     return _with(out, sections)
+
+
+def _file_link(name: str) -> str:
+    """A list item linking a file of the night's artifact; a name a link cannot hold as it is, as code."""
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", name) and ".." not in name:
+        return f"- [{_cell(name)}]({name})"
+    return f"- {md_code(name)}"
 
 
 def _bisect_detail(o: core.Outcome) -> str:
@@ -224,8 +234,10 @@ def brief(name: str, o: core.Outcome, d: core.Decision) -> str:
                            "device": str(o.device), "arch": str(o.arch), "sha": str(o.sha),
                            "issue_title": f"perfci-nightly {o.arch or 'unknown'} {o.suite or 'unknown'}"},
                           indent=2) + "\n"
-    head = (f"### perfci nightly {o.suite} on {o.device}: exit {d.exit_code}" if name == "summary.md"
-            else f"## perfci-nightly {o.arch or 'unknown'} {o.suite or 'unknown'}: {d.headline}")
-    return "\n".join([head, "", f"**{d.headline}**", "",
+    head = (f"### perfci nightly {md_text(o.suite)} on {md_text(o.device)}: exit {d.exit_code}"
+            if name == "summary.md"
+            else f"## perfci-nightly {md_text(o.arch or 'unknown')} {md_text(o.suite or 'unknown')}: "
+                 f"{md_text(d.headline)}")
+    return "\n".join([head, "", f"**{md_text(d.headline)}**", "",
                       f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}",
-                      *(f"- :warning: {w}" for w in warnings)]) + "\n"
+                      *(f"- :warning: {md_text(w)}" for w in warnings)]) + "\n"
