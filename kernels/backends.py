@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfci.kernel import (EPILOGUES, TOLERANCE, Prepared, Unsupported, backend, gemm_inputs, poisoner,
-                           reference)
+from perfci.kernel import (EPILOGUES, TOLERANCE, LaunchConfig, Prepared, Target, Unsupported, backend,
+                           gemm_inputs, poisoner, reference)
 from perfci.model import CaseSpec
 
 from . import _configs
@@ -89,6 +89,69 @@ def _config_from_variant(variant) -> dict[str, int]:
     return {_CONFIG_KEYS[k]: int(v) for k, v in variant.items() if k in _CONFIG_KEYS}
 
 
+# ---------------------------------------------------------------------------
+# What each Triton kernel launches with on a Target (Backend.configs): perfci compile plans
+# these for any arch, from this revision's tables, through the launchers' own config functions.
+# ---------------------------------------------------------------------------
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _wanted(spec: CaseSpec, override) -> dict[str, int] | None:
+    """The case's variant as config fields, ``override`` on top; None when neither sets one."""
+    out = _config_from_variant(spec.variant)
+    out.update({k: int(v) for k, v in (override or {}).items()})
+    return out or None
+
+
+def _launch(module: str, kernel: str, cfg: _configs.KernelConfig, kind, values=()) -> LaunchConfig:
+    return LaunchConfig(f"{__package__}.{module}", kernel, cfg, tuple(_configs.launch_options(cfg, kind).items()),
+                        tuple(values))
+
+
+def _tiled_configs(spec: CaseSpec, target: Target, override=None) -> tuple[LaunchConfig, ...]:
+    kind = target.kind
+    default = _configs.tiled_config(kind, spec.dtype, spec.m, spec.n, spec.k)
+    return (_launch("matmul_tiled", "matmul_tiled_kernel", _configs.resolve(default, _wanted(spec, override), kind),
+                    kind),)
+
+
+def _persistent_configs(spec: CaseSpec, target: Target, override=None) -> tuple[LaunchConfig, ...]:
+    kind = target.kind
+    default = _configs.persistent_config(kind, spec.dtype, spec.m, spec.n, spec.k)
+    return (_launch("matmul_persistent", "matmul_persistent_kernel",
+                    _configs.resolve(default, _wanted(spec, override), kind), kind),)
+
+
+def _gemv_configs(spec: CaseSpec, target: Target, override=None) -> tuple[LaunchConfig, ...]:
+    kind = target.kind
+    default = _configs.gemv_config(kind, spec.dtype, spec.n, spec.k, target.units)
+    return (_launch("gemv", "gemv_kernel", _configs.resolve(default, _wanted(spec, override), kind, min_block=1),
+                    kind),)
+
+
+# splitk_decode.py's reduction: one program per this many outputs, 4 warps.
+SPLITK_REDUCE_BLOCK, SPLITK_REDUCE_WARPS = 1024, 4
+
+
+def _splitk_configs(spec: CaseSpec, target: Target, override=None) -> tuple[LaunchConfig, ...]:
+    """splitk_decode.py's _plan: the partial-product kernel (split: how many K slices, k_per_split:
+    each slice's K), then the reduction."""
+    kind, m, n, k = target.kind, spec.m, spec.n, spec.k
+    default = _configs.splitk_config(kind, spec.dtype, m, n, k, target.units)
+    cfg = _configs.resolve(default, _wanted(spec, override), kind)
+    k_tiles = _cdiv(k, cfg.BLOCK_K)
+    split_k = int(spec.variant["split_k"]) if "split_k" in spec.variant else \
+        _configs.splitk_split(_cdiv(m, cfg.BLOCK_M) * _cdiv(n, cfg.BLOCK_N), k_tiles, target.units)
+    k_per_split = _cdiv(k_tiles, min(split_k, k_tiles)) * cfg.BLOCK_K
+    values = (("split", _cdiv(k, k_per_split)), ("k_per_split", k_per_split))
+    return (_launch("splitk_decode", "splitk_partial_kernel", cfg, kind, values),
+            LaunchConfig(f"{__package__}.splitk_decode", "splitk_reduce_kernel", None,
+                         (("num_warps", SPLITK_REDUCE_WARPS),), (("block", SPLITK_REDUCE_BLOCK),)))
+
+
 def _refuse_on_device(spec: CaseSpec, device, triton_kernel: bool) -> None:
     """Unsupported for cases this device cannot run (the worker records them as skips)."""
     amd_only = sorted(set(spec.variant) & _AMD_KEYS)
@@ -124,7 +187,8 @@ _TILED_KEYS = frozenset({"group_m", "block_m", "block_n", "block_k", "num_warps"
 
 
 @backend("matmul_tiled", description="Triton tiled GEMM, grouped launch order, fused bias/activation epilogues",
-         dtypes=TRITON_DTYPES, variant_keys=_TILED_KEYS, epilogues=EPILOGUES, check=_check_config)
+         dtypes=TRITON_DTYPES, variant_keys=_TILED_KEYS, epilogues=EPILOGUES, check=_check_config,
+         configs=_tiled_configs)
 def matmul_tiled(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_device(spec, device, triton_kernel=True)
     import torch
@@ -158,7 +222,7 @@ def _check_splitk(spec: CaseSpec) -> str | None:
 
 @backend("splitk_decode",
          description="Triton split-K decode GEMM (M <= 64) with fp32 workspace and reduction; m_fast grid order",
-         dtypes=TRITON_DTYPES, variant_keys=_SPLITK_KEYS, check=_check_splitk)
+         dtypes=TRITON_DTYPES, variant_keys=_SPLITK_KEYS, check=_check_splitk, configs=_splitk_configs)
 def splitk_decode(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_device(spec, device, triton_kernel=True)
     import torch
@@ -195,7 +259,7 @@ def _check_gemv(spec: CaseSpec) -> str | None:
 
 
 @backend("gemv", description="Triton GEMV for M = 1 (vector units, no tl.dot)",
-         dtypes=TRITON_DTYPES, variant_keys=_GEMV_KEYS, check=_check_gemv)
+         dtypes=TRITON_DTYPES, variant_keys=_GEMV_KEYS, check=_check_gemv, configs=_gemv_configs)
 def gemv(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_device(spec, device, triton_kernel=True)
     import torch
@@ -218,7 +282,8 @@ _PERSISTENT_KEYS = frozenset({"block_m", "block_n", "block_k", "group_m", "num_w
 
 @backend("matmul_persistent",
          description="Triton persistent GEMM: one program per SM/CU looping over tiles in grouped order",
-         dtypes=TRITON_DTYPES, variant_keys=_PERSISTENT_KEYS, check=_check_config)
+         dtypes=TRITON_DTYPES, variant_keys=_PERSISTENT_KEYS, check=_check_config,
+         configs=_persistent_configs)
 def matmul_persistent(spec: CaseSpec, device, seed: int) -> Prepared:
     _refuse_on_device(spec, device, triton_kernel=True)
     import torch

@@ -12,7 +12,11 @@ and a case (shape, dtype, variant). perfci needs two things from the kernel:
 
 :class:`Backend` holds both, with what the kernel declares (dtypes, variant
 keys, epilogues) so the suite loader refuses a case without running any of
-the kernel's code. :func:`backend` declares one around a prepare function;
+the kernel's code. A Triton kernel may also declare ``configs``: the configs
+its launches use for a case on a :class:`Target` architecture, so ``perfci
+compile`` plans them for any GPU without one, from the revision that declares
+them (perfci's own kernels do; any other kernel's launch is recorded from its
+host code instead). :func:`backend` declares one around a prepare function;
 :func:`gemm` wraps a plain ``fn(a, b)`` or ``fn(a, b, out=...)`` with perfci's
 own inputs, reference, tolerance and poison. The helpers (:func:`gemm_inputs`,
 :func:`reference`, :func:`poisoner`, :data:`TOLERANCE`) are what perfci's own
@@ -27,7 +31,7 @@ import inspect
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from perfci.model import DTYPES, CaseSpec
 
@@ -66,6 +70,36 @@ GEMM_DTYPES = ("fp32", "fp16", "bf16")
 # A registered name is a suite's word and the results' kernel column: no
 # spaces, brackets or commas (labels add "[key=value]"); ':' only in import paths.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]*$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An architecture a kernel is compiled for without its device (``perfci compile``)."""
+
+    vendor: str  # "amd" or "nvidia"
+    arch: str  # "gfx942", "gfx950", "sm_90"
+    units: int  # CUs (AMD) or SMs (NVIDIA) of the reference device: what a launcher sizes grids by
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        """(vendor, arch), as a launcher tells the device it runs on."""
+        return (self.vendor, self.arch)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """One Triton kernel launch a case makes on a :class:`Target`, as the kernel declares it."""
+
+    module: str  # the module holding the @triton.jit function: the declaring revision's copy
+    kernel: str  # the function's name in that module
+    config: Any  # the block sizes and knobs it is launched with (reports show them); None for a helper
+    options: tuple[tuple[str, Any], ...]  # launch options: num_warps, num_stages, AMD knobs
+    values: tuple[tuple[str, int], ...] = ()  # numbers the launcher derives beyond the config (split_k)
+
+
+# (spec, target, override) -> the case's launches on target. Pure. ``override`` (config field ->
+# value, e.g. {"BLOCK_N": 256}) applies on top of the case's variant, as a config edit would.
+Configs = Callable[[CaseSpec, Target, "Mapping[str, int] | None"], "tuple[LaunchConfig, ...]"]
 
 
 class Unsupported(ValueError):
@@ -109,6 +143,7 @@ class Backend:
     variant_keys: frozenset[str] = frozenset()  # variant keys the kernel reads (besides "epilogue")
     epilogues: tuple[str, ...] = ("none",)  # subset of EPILOGUES
     check: Callable[[CaseSpec], "str | None"] | None = None  # PURE: why the kernel refuses a case, or None
+    configs: Configs | None = None  # PURE: the configs its Triton launches use on a Target (perfci compile)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", tuple(self.dtypes))
@@ -154,7 +189,8 @@ class Backend:
 
 def backend(name: str, *, description: str = "", dtypes: Iterable[str] = GEMM_DTYPES,
             variant_keys: Iterable[str] = (), epilogues: Iterable[str] = ("none",),
-            check: Callable[[CaseSpec], "str | None"] | None = None) -> Callable[[Callable], Backend]:
+            check: Callable[[CaseSpec], "str | None"] | None = None,
+            configs: Configs | None = None) -> Callable[[Callable], Backend]:
     """Declare a :class:`Backend` around its prepare function::
 
         @backend("my_gemm", dtypes=("fp16", "bf16"), variant_keys={"block_m"})
@@ -165,7 +201,8 @@ def backend(name: str, *, description: str = "", dtypes: Iterable[str] = GEMM_DT
     def declare(prepare: Callable[[CaseSpec, Any, int], Prepared]) -> Backend:
         summary = (inspect.getdoc(prepare) or "").split("\n", 1)[0]
         return Backend(name=name, prepare=prepare, description=description or summary, dtypes=tuple(dtypes),
-                       variant_keys=frozenset(variant_keys), epilogues=tuple(epilogues), check=check)
+                       variant_keys=frozenset(variant_keys), epilogues=tuple(epilogues), check=check,
+                       configs=configs)
 
     return declare
 
@@ -177,6 +214,8 @@ def _declaration_problem(b: Backend) -> str | None:
         return "prepare must be callable as prepare(spec, device, seed)"
     if b.check is not None and not callable(b.check):
         return "check must be callable as check(spec) or None"
+    if b.configs is not None and not callable(b.configs):
+        return "configs must be callable as configs(spec, target, override) or None"
     if not b.dtypes or any(d not in DTYPES for d in b.dtypes):
         return f"dtypes {list(b.dtypes)} must be a non-empty subset of {', '.join(DTYPES)}"
     if any(not isinstance(k, str) or not k for k in b.variant_keys):

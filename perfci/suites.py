@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from perfci import builtin
 from perfci.config import ProjectConfig, load_config
 from perfci.errors import PerfciError
 from perfci.files import is_present, read_input_text
@@ -79,8 +80,8 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     return load_config(start).root
 
 
-# perfci's own suites, for any project: perfci/suites.py -> the checkout perfci came from.
-BUILTIN_DIR = Path(__file__).resolve().parents[1] / "suites"
+# perfci's own suites, for any project: the installed package's data, or the checkout's suites/.
+BUILTIN_DIR = builtin.SUITES_DIR
 
 
 def suite_is_a_path(word: str) -> bool:

@@ -688,6 +688,16 @@ def test_perf_pr_self_hosted_job_runs_only_from_a_dispatch_of_main():
     assert jobs["confirm"]["needs"] == "resolve"  # which refuses a PR from a fork
 
 
+def test_perf_pr_compiles_the_head_with_main_s_perfci():
+    """The compile step runs the venv's perfci (installed from main) in the head's worktree: nothing of
+    the head is put on PYTHONPATH, so perfci's code is main's and only the head's kernels are planned."""
+    job = load(WORKFLOWS / "perf-pr.yml")["jobs"]["confirm"]
+    script = next(s["run"] for s in steps(job) if s.get("name") == "compiled resources of the head against baselines/compile")
+    assert "PYTHONPATH" not in script and "python -m perfci" not in script
+    assert '(cd "$tree" && perfci compile decode' in script
+    assert "What the self-hosted job trusts of the PR" in DOCS.read_text(encoding="utf-8")
+
+
 def test_old_workflows_are_caught():
     found = problems(DATA / "old-nightly-gpu.yml") + problems(DATA / "old-ci.yml")
     text = "\n".join(found)

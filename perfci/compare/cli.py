@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+from perfci import builtin
 from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
 
@@ -89,7 +90,8 @@ def add_parser(subparsers) -> None:
         description=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("base", metavar="BASE",
                    help="baseline results (CSV or pytest-benchmark JSON), or a history store directory "
-                        "(`perfci history add`): then CUR is judged against its last --nights runs")
+                        "(`perfci history add`): then CUR is judged against its last --nights runs; "
+                        "builtin:DEVICE/SUITE (builtin:cpu/smoke) is a baseline that ships with perfci")
     p.add_argument("cur", metavar="CUR", help="current results")
     p.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
     p.add_argument("--plot", metavar="OUT.png", help="also write a forest plot")
@@ -153,6 +155,7 @@ def main(args) -> int:
     opts = CompareOptions(alpha=args.alpha, min_effect_pct=args.min_effect, arch=args.arch,
                           clock_normalize=not args.no_clock_normalization,
                           common_mode=not args.no_common_mode)
+    args.base = builtin.resolve_baseline(args.base)
     if os.path.isdir(args.base):
         # A history store: tonight against the last K nights (perfci/compare/pooled.py).
         from perfci.compare.store import pooled_comparison

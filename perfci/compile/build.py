@@ -25,6 +25,8 @@ from perfci.compile.plan import PLANNED_KERNELS, VENDOR_KERNELS, Launch, plan_ca
 from perfci.compile.report import AMD_KNOBS, CaseReport, Compiled, KernelReport, error_report, kernel_report
 from perfci.compile.resources import parse_amdgcn, parse_ptxas
 from perfci.errors import PerfciError
+from perfci.kernel import Backend
+from perfci.kernel_registry import get_backend
 from perfci.model import CaseSpec
 
 _CACHE: dict[tuple, "Compiled | str"] = {}
@@ -158,8 +160,14 @@ def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
     """One case on one arch. ``config`` overrides the table's config, the case keeping its key."""
     if spec.kernel in VENDOR_KERNELS:
         return CaseReport(spec, arch.name, (), note=f"not compiled: {VENDOR_KERNELS[spec.kernel]}")
+    # The kernel as the project here declares it: its own revision's kernels (perfci's own checkout
+    # names them as kernels.backends), else the installed library that declares the name.
+    backend = get_backend(spec.kernel)
     try:
-        launches = plan_case(spec, arch, config) if spec.kernel in PLANNED_KERNELS else _captured(spec, config)
+        if spec.kernel in PLANNED_KERNELS and backend.configs is not None:
+            launches = plan_case(spec, arch, backend, config)
+        else:
+            launches = _captured(spec, config, backend)
     except NotPlannable as err:
         # this machine cannot make the launch (a launcher that wants a GPU): nothing to compare, not a finding
         return CaseReport(spec, arch.name, (), note=f"not compiled: the launch cannot be recorded here: {err}")
@@ -181,16 +189,14 @@ def compile_case(spec: CaseSpec, arch: Arch, disk: DiskCache | None = None,
 _CAPTURED: dict[tuple, "tuple[Launch, ...] | NotPlannable"] = {}
 
 
-def _captured(spec: CaseSpec, config: Mapping[str, int] | None) -> tuple[Launch, ...]:
+def _captured(spec: CaseSpec, config: Mapping[str, int] | None, backend: Backend) -> tuple[Launch, ...]:
     """A kernel perfci did not write: its launches as its own host code makes them (the same on every arch)."""
     if config:
         raise ValueError("a config override applies to perfci's own kernels' tables, not to this kernel")
     key = (spec.kernel, spec.shape, spec.dtype, tuple(sorted(spec.variant.items())))
     if key not in _CAPTURED:
-        from perfci.kernel_registry import get_backend
-
         try:
-            _CAPTURED[key] = capture_case(get_backend(spec.kernel), spec)
+            _CAPTURED[key] = capture_case(backend, spec)
         except NotPlannable as err:
             _CAPTURED[key] = err  # the same on every arch: recorded once
     found = _CAPTURED[key]

@@ -40,6 +40,9 @@ INPUT_STAGES = ("tonight", "baseline")  # without them nothing can be judged
 INFORMING_STAGES = ("canary", "report")
 OK, SKIPPED, FAILED = "ok", "skipped", "failed"
 INPUT, INTERNAL, INTERRUPTED = "input", "internal", "interrupted"  # why a stage failed
+# Why tonight failed when nothing reached it to judge (no shard arrived): red, exit 1, as "nothing
+# measured" is everywhere; not bad input, since every shard job failing is what it usually means.
+NOTHING_MEASURED = "nothing measured"
 CONFIRMED_VERDICTS = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)  # compare verdicts that confirm measures again
 # Against the store's one night, `unchanged` only within this (percent), as the pooled compare's least
 # margin: a change inside the one-run floor (±5.4% on sm_90) but past 1% is confirm's to decide.
@@ -56,7 +59,7 @@ class Stage:
     status: str  # ok | skipped | failed
     detail: str = ""
     seconds: float = 0.0
-    error: str = ""  # failed only: input | internal | interrupted
+    error: str = ""  # failed only: input | internal | interrupted | nothing measured
 
     def to_dict(self) -> dict:
         return {"name": self.name, "status": self.status, "detail": self.detail,
@@ -284,6 +287,9 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
         hit = next((s for s in failed if s.error == kind), None)
         if hit is not None:
             return Decision(code, False, f"stage {hit.name} {words}: {hit.detail}", _later_failures(failed, hit))
+    empty = next((s for s in failed if s.error == NOTHING_MEASURED), None)
+    if empty is not None:
+        return Decision(EXIT_REGRESSION, False, f"nothing measured: {empty.detail}", _later_failures(failed, empty))
     early = next((s for s in failed if s.name in INPUT_STAGES), None)
     if early is not None:
         return Decision(EXIT_USAGE, False, f"bad input in stage {early.name}: {early.detail}")

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import replace
 from typing import Callable, TextIO
 
-from perfci.errors import PerfciError, internal_error_line
+from perfci.errors import EXIT_REGRESSION, PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.nightly import canary, core, render, stages, tonight
 from perfci.nightly.state import Night, NightConfig
@@ -151,7 +151,8 @@ def _run(name: str, func: Callable[[Night], tuple[str, str]], night: Night, faul
         status, detail = func(night)
         return core.Stage(name, status, detail, time.monotonic() - started)
     except PerfciError as err:
-        return core.Stage(name, core.FAILED, err.message, time.monotonic() - started, core.INPUT)
+        why = core.NOTHING_MEASURED if err.exit_code == EXIT_REGRESSION else core.INPUT
+        return core.Stage(name, core.FAILED, err.message, time.monotonic() - started, why)
     except KeyboardInterrupt:
         return core.Stage(name, core.FAILED, "interrupted", time.monotonic() - started, core.INTERRUPTED)
     except Exception as err:  # a bug in a stage or a child that crashed: exit 4, never a verdict

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from perfci import git
-from perfci.errors import PerfciError
+from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, run_perfci
@@ -175,7 +175,9 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
 
     paths = sorted(glob.glob(pattern))
     if not paths:
-        raise PerfciError(f"--shards {pattern}: no file matches; no shard results arrived")
+        # Every shard job failed, or none uploaded: nothing measured tonight, which is red (exit 1).
+        raise PerfciError(f"--shards {pattern}: no file matches; no shard results arrived",
+                          exit_code=EXIT_REGRESSION)
     try:
         merge_files(paths, str(out))
         return f"merged {len(paths)} shard(s) of {pattern}"

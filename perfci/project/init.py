@@ -76,6 +76,12 @@ def check(opts: InitOptions) -> InitOptions:
             raise PerfciError(f"{option}: one line, please")
     if not opts.perfci_spec.strip():
         raise PerfciError("--perfci: give the pip requirement the runners install (e.g. perfci==0.1.0)")
+    for option, value in (("--bench", opts.bench), ("--build", opts.build)):
+        # Written into the workflow's env:, where GitHub expands ${{ }} before any shell
+        # sees the value, and then run by a shell: an event's text would become a command.
+        if "${{" in value:
+            raise PerfciError(f"{option}: contains '${{{{', which GitHub Actions would expand in the "
+                              f"workflow before a shell runs it; write the command without it")
     if opts.bench and "{out}" not in opts.bench:
         raise PerfciError(f"--bench {opts.bench!r}: the command must write its results at {{out}}")
     return opts
@@ -173,9 +179,11 @@ def plan(root: Path, top: Path, opts: InitOptions, configured: object | None = N
     if configured is None:
         pyproject = root / "pyproject.toml"
         if pyproject.is_file():
-            text = pyproject.read_text(encoding="utf-8")
-            gap = "" if text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-            out.append(Planned(pyproject, gap + config_table(opts), "[tool.perfci]", append=True))
+            text = _read_as_is(pyproject)
+            eol = _line_ending(text)
+            gap = "" if text.endswith(eol * 2) else (eol if text.endswith(eol) else eol * 2)
+            out.append(Planned(pyproject, gap + config_table(opts).replace("\n", eol), "[tool.perfci]",
+                               append=True))
         else:
             out.append(Planned(pyproject, config_table(opts), "[tool.perfci]"))
         suites, baselines = root / SUITES_DIR, root / BASELINES_DIR
@@ -198,9 +206,12 @@ def apply(planned: Sequence[Planned], root: Path) -> list[str]:
     for p in planned:
         shown = _shown(p.path, root)
         if p.append:
-            text = p.path.read_text(encoding="utf-8") + p.text
+            # Through a symlink to the file it names (the link stays a link), and with the
+            # file's bytes as they were: only the table is added.
+            target = p.path.resolve()
+            text = _read_as_is(target) + p.text
             _check_toml(text, shown)
-            atomic_write_text(p.path, text)
+            atomic_write_text(target, text)
             lines.append(f"added {p.what} to {shown}")
         elif p.path.exists():
             lines.append(f"kept {shown} ({p.what}): it exists")
@@ -209,6 +220,18 @@ def apply(planned: Sequence[Planned], root: Path) -> list[str]:
             atomic_write_text(p.path, p.text)
             lines.append(f"wrote {shown} ({p.what})")
     return lines
+
+
+def _read_as_is(path: Path) -> str:
+    """A text file with its line endings untranslated (CRLF stays CRLF)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
+def _line_ending(text: str) -> str:
+    """The file's line ending, by its first line: CRLF or LF."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
 def _check_toml(text: str, shown: str) -> None:

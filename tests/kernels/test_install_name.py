@@ -36,8 +36,9 @@ def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_the_package_list_holds_every_package_and_kernels_installs_as_perfci_kernels():
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "perfci").rglob("__init__.py")}
-    assert set(tool["packages"]) == found | {"perfci_kernels"}
-    assert tool["package-dir"] == {"perfci_kernels": "kernels"}
+    data = {"perfci.builtin_suites": "suites", "perfci.builtin_baselines": "baselines"}  # folders of data
+    assert set(tool["packages"]) == found | {"perfci_kernels"} | set(data)
+    assert tool["package-dir"] == {"perfci_kernels": "kernels", **data}
 
 
 def test_perfci_kernels_imports_from_anywhere_and_kernels_does_not(tmp_path):

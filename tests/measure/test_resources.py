@@ -31,12 +31,13 @@ def _cross_compile(spec: CaseSpec, arch_name: str):
     """(the planned launch, the CompiledKernel) as perfci compile builds it."""
     from perfci.compile.build import _triton
     from perfci.compile.plan import plan_case
+    from perfci.kernel_registry import get_backend
 
     triton, ast_source, gpu_target = _triton()  # first: it leaves the interpreter off for the compile
     from triton import knobs
 
     arch = ARCHES[arch_name]
-    launch = plan_case(spec, arch)[0]
+    launch = plan_case(spec, arch, get_backend(spec.kernel))[0]
     fn = getattr(importlib.import_module(launch.module), launch.kernel)
     signature, constexprs, attrs = launch.specialize(arch, bool(knobs.amd.use_buffer_ops))
     kernel = triton.compile(ast_source(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),

@@ -85,6 +85,9 @@ def test_a_configured_project_gets_its_suite_in_its_own_folders(repo):
     (["--kernel", "not a kernel"], "give a kernel name your modules register, or an import path"),
     (["--bench", "pytest bench/"], "must write its results at {out}"),
     (["--kernels-module", "a-b"], "not a module name"),
+    (["--bench", "pytest --perfci-out {out} ${{ github.event.head_commit.message }}"],
+     "--bench: contains '${{', which GitHub Actions would expand"),
+    (["--build", "make ${{github.head_ref}}"], "--build: contains '${{', which GitHub Actions would expand"),
 ])
 def test_an_option_init_cannot_use_is_one_line_and_exit_2(repo, args, expect):
     proc = init(repo, *args)
@@ -99,6 +102,29 @@ def test_a_pyproject_that_would_break_is_left_alone(repo):
     proc = init(repo, "--no-workflows")
     assert proc.returncode == 2 and "adding [tool.perfci] would make it invalid TOML" in proc.stderr
     assert (repo / "pyproject.toml").read_text() == "tool = 1\n"
+
+
+def test_a_crlf_pyproject_keeps_its_line_endings_and_gains_the_table_in_them(repo):
+    before = b'[project]\r\nname = "teamk"\r\nversion = "1"\r\n'
+    (repo / "pyproject.toml").write_bytes(before)
+    proc = init(repo, "--no-workflows")
+    assert proc.returncode == 0, proc.stderr
+    after = (repo / "pyproject.toml").read_bytes()
+    assert after.startswith(before + b"\r\n[tool.perfci]\r\n")
+    assert after.count(b"\n") == after.count(b"\r\n")  # not one bare LF
+    assert load_config(repo).suites == repo / "bench" / "suites"
+
+
+def test_a_symlinked_pyproject_stays_a_link_and_its_target_gains_the_table(repo, tmp_path):
+    shared = tmp_path / "shared" / "pyproject.toml"
+    shared.parent.mkdir()
+    shared.write_text('[project]\nname = "teamk"\n')
+    (repo / "pyproject.toml").symlink_to(shared)
+    proc = init(repo, "--no-workflows")
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "pyproject.toml").is_symlink() and (repo / "pyproject.toml").resolve() == shared
+    assert shared.read_text().startswith('[project]\nname = "teamk"\n\n[tool.perfci]\n')
+    assert [p.name for p in shared.parent.iterdir()] == ["pyproject.toml"]  # no temporary file left
 
 
 # --------------------------------------------------------------------------- the workflows it writes
@@ -122,7 +148,7 @@ def rendered(tmp_path: Path, devices, bench: str = "") -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("devices", list(DEVICE_SETS.values()), ids=list(DEVICE_SETS))
-@pytest.mark.parametrize("bench", ["", "pytest bench/ -q --perfci-out {out} && echo \"$HOME\" '${{ x }}'"])
+@pytest.mark.parametrize("bench", ["", "pytest bench/ -q --perfci-out {out} && echo \"$HOME\" '$(x)' \\\"{y}"])
 def test_the_workflows_keep_the_rules_perfci_s_own_keep(tmp_path, devices, bench):
     from tests.test_workflows import job_instances, labels, load, problems
 
