@@ -47,7 +47,7 @@ def test_a_background_child_is_killed_when_the_command_exits_and_its_pipe_is_not
     child = int(result.stdout.split()[0])
     assert result.ok and result.stdout.split()[1] == "done"
     assert wait_until_dead(child, timeout=1.0), "the bench's background child outlived it"
-    assert time.monotonic() - started < 4.0  # not held by the child's copy of stdout
+    assert time.monotonic() - started < 10.0  # not held by the child's copy of stdout
 
 
 def test_a_hung_command_ignoring_sigterm_is_killed_with_its_children_at_the_timeout(tmp_path):
@@ -55,7 +55,7 @@ def test_a_hung_command_ignoring_sigterm_is_killed_with_its_children_at_the_time
                  tmp_path)
     started = time.monotonic()
     assert wait_group(proc, timeout_s=0.5, grace_s=0.5) is None
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0
     assert all(wait_until_dead(pid, timeout=1.0) for pid in pids(tmp_path / "pids", 2))
 
 
@@ -82,7 +82,7 @@ def test_a_second_interrupt_during_the_grace_still_ends_the_group(tmp_path, alar
 def test_a_run_in_flight_is_stopped_at_the_budget_s_end_as_a_failed_run(tmp_path):
     started = time.monotonic()
     result = run_command("sleep 3334", tmp_path, timeout=60, deadline=Deadline(time.monotonic() + 0.5, "--budget 9 s"))
-    assert result.returncode is None and time.monotonic() - started < 7.0
+    assert result.returncode is None and time.monotonic() - started < 15.0
     assert result.failure_reason("bench") == "bench stopped after 0.5s: the --budget 9 s ran out"
 
 

@@ -263,7 +263,7 @@ def test_the_total_budget_stops_a_hung_run_in_flight(history_factory, tmp_path):
     started = time.monotonic()
     result = perfci(h.path, "--budget", "10", "--total-budget", "2", h.good, h.bad, "--", "bash", "-c",
                     f"sleep 3334 & echo $! >> {pids}; wait; echo 1", timeout=60)
-    assert time.monotonic() - started < 20  # 2 s, a grace of 1 s, SIGTERM's 5 s; not the 1800 s timeout
+    assert time.monotonic() - started < 45  # 2 s and a grace of 1 s, on a loaded machine; not the 1800 s timeout
     assert result.returncode == 2, result.stderr
     line = one_clean_line(result.stderr)
     assert "the --total-budget 2 s ran out" in line

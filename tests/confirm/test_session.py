@@ -47,19 +47,20 @@ def _run_once(tmp_path: Path, line: str, timeout: float = 60.0, deadline: Deadli
 def test_a_run_s_background_child_is_killed_and_the_round_does_not_wait_for_it(tmp_path):
     (values, why), seconds = _run_once(tmp_path, f"sleep 3334 & echo $! > pid; cp {RESULTS} r.csv")
     assert why == "" and values
-    assert seconds < 4.0
+    assert seconds < 10.0
     assert wait_until_dead(int((tmp_path / "pid").read_text()), timeout=1.0)
 
 
 def test_a_run_that_wrote_its_results_then_hung_is_a_failed_run(tmp_path):
     (values, why), seconds = _run_once(tmp_path, f"cp {RESULTS} r.csv; sleep 3334", timeout=0.5)
     assert values == {} and why == "bench timed out after 0.5s"
-    assert seconds < 7.0
+    assert seconds < 15.0
 
 
 def test_the_budget_s_end_stops_a_run_in_flight(tmp_path):
-    (values, why), seconds = _run_once(tmp_path, "sleep 3334", deadline=Deadline(time.monotonic() + 0.5, "--budget 4 s"))
+    end = Deadline(time.monotonic() + 0.5, "--budget 4 s")
+    (values, why), seconds = _run_once(tmp_path, "sleep 3334", deadline=end)
     assert values == {} and why == "bench stopped after 0.5s: the --budget 4 s ran out"
-    assert seconds < 7.0
+    assert seconds < 15.0
     (values, why), _ = _run_once(tmp_path, "true", deadline=Deadline(time.monotonic() - 1, "--budget 4 s"))
     assert values == {} and why == "not run: the --budget 4 s ran out"

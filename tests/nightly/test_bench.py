@@ -220,7 +220,7 @@ def test_a_bench_that_hangs_after_writing_its_results_times_out_as_a_failed_run_
     started = time.monotonic()
     proc = bench_night(root, tmp_path / "n", tmp_path / "log", "--bench-timeout", "1", "--bench",
                        f"{sys.executable} bench.py {{out}}; sleep 3334")
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 120
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert "timed out after 1 s (--bench-timeout)" in line and "Traceback" not in proc.stderr
