@@ -42,7 +42,7 @@ PLANT = """\
 # --budget 400: a loaded 2-core host takes 8 s a bench run, and bisect's default 120 s a
 # decision left a probe at GOOD's level unsure (its interval from 3 rounds was too wide).
 NIGHT = ["--device", "cpu", "--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1 --min-effect 25",
-         "--bisect-args", "--min-rounds 2 --min-effect 50 --budget 400"]
+         "--bisect-args", "--min-rounds 2 --min-effect 50 --budget 400", "--budget", "3600"]
 RUN_BENCH = ["--bench-args", "--repeats 1 --iters 60"]
 PYTEST_BENCH = f"{shlex.quote(sys.executable)} -m pytest bench/ -q -p no:cacheprovider --perfci-device cpu --perfci-out {{out}}"
 

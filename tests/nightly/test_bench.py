@@ -61,7 +61,7 @@ BENCH = textwrap.dedent('''\
 ''')
 BUILD = "import os, sys; sys.exit('the build is broken here' if os.path.exists('BROKEN') else 0)\n"
 CONFIRM = ["--confirm-args", "--min-rounds 3 --max-rounds 3 --min-effect 10"]
-BISECT = ["--bisect-args", "--min-rounds 3"]
+BISECT = ["--bisect-args", "--min-rounds 3", "--budget", "3600"]  # the night's budget: tests of its own
 
 
 def tool(cwd: Path, *args: str, log: Path, timeout: float = 600) -> subprocess.CompletedProcess:
