@@ -45,6 +45,7 @@ from perfci.files import read_input_text
 from perfci.kernel_registry import KernelRegistry
 from perfci.model import DTYPES, CaseSpec
 from perfci.results import MAX_DIM, WEIGHT_RANGE, selection_id
+from perfci.verdict import Verdict
 
 try:
     import tomllib
@@ -354,7 +355,7 @@ def load_case_keys(path: str) -> list[tuple[str, str, str]]:
         for i, case in enumerate(cases):
             if not isinstance(case, dict) or not all(isinstance(case.get(f), str) for f in ("kernel", "shape", "dtype")):
                 raise PerfciError(f"--cases {path}: cases[{i}] has no kernel, shape and dtype")
-            if case.get("verdict") != "unchanged":
+            if case.get("verdict") != Verdict.UNCHANGED:
                 keys.append((case["kernel"], case["shape"], case["dtype"]))
         return keys
     keys = []

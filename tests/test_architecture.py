@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from perfci.verdict import Verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "perfci"
 
@@ -234,6 +236,47 @@ def test_no_module_is_longer_than_a_reader_can_hold():
     long = {name: n for name, path in all_modules().items()
             if (n := len(path.read_text().splitlines())) > 520}
     assert long == {}
+
+
+# --------------------------------------------------------------------------- verdicts are Verdict members
+
+
+def bare_verdict_comparisons(package: Path = PACKAGE) -> list[str]:
+    """``path:line: 'word'`` for each comparison of a value with a bare verdict string outside verdict.py.
+
+    A Compare node anywhere in a module (``==``, ``!=``, ``in``, ``not in``, ...) with a str Constant,
+    alone or inside a tuple, list or set on either side, that equals a
+    :class:`perfci.verdict.Verdict` value: such a test is written with the member, so a renamed or
+    misspelled verdict is a NameError / AttributeError rather than a comparison that is never true.
+    """
+    words = {v.value for v in Verdict}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).as_posix() == "verdict.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                for leaf in ast.walk(side):
+                    if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) and leaf.value in words:
+                        found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {leaf.value!r}")
+    return found
+
+
+def test_a_planted_bare_verdict_comparison_is_found(tmp_path):
+    root = _plant(tmp_path, {
+        "verdict.py": "X = 'regressed' == 'regressed'\n",  # the vocabulary's own module may
+        "a.py": "def f(c):\n    return c.verdict in ('added', 'removed')\n",
+        "b.py": "def f(c):\n    return c.verdict != 'unchanged' and c.status == 'ok'\n",
+        "c.py": "WORDS = ('regressed',)\nOK = {'verdict': 'regressed'}\n",  # not a comparison
+    })
+    assert bare_verdict_comparisons(root) == ["planted/a.py:2: 'added'", "planted/a.py:2: 'removed'",
+                                              "planted/b.py:2: 'unchanged'"]
+
+
+def test_no_module_compares_with_a_bare_verdict_string():
+    assert bare_verdict_comparisons() == []
 
 
 # --------------------------------------------------------------------------- imports alone and in any order
