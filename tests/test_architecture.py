@@ -7,6 +7,7 @@ Layers: each folder perfci/<pkg>/ is one capability (measure, compare, bisect, .
 The top-level modules perfci/*.py are the shared layer, the vocabulary every
 capability speaks (results, suites, git, stats, ...), except perfci/cli.py and
 perfci/__main__.py, which are the top: they dispatch to every capability's cli.py.
+perfci/stats/ is a folder of the shared layer, not a capability (:data:`SHARED_PACKAGES`).
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ PACKAGE = ROOT / "perfci"
 # Empty since the kernel registry moved to the shared layer (perfci/kernel_registry.py), which
 # took perfci/suites.py's last edge into measure/ with it.
 SHARED_LAYER_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
+# Folders that belong to the shared layer: perfci's statistics, pure numbers that every capability uses.
+SHARED_PACKAGES = ("perfci.stats",)
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -118,6 +121,8 @@ def capability(module: str, graph: dict[str, set[str]]) -> str | None:
     if len(parts) < 2:
         return None  # the package's own __init__: shared layer
     head = ".".join(parts[:2])
+    if head in SHARED_PACKAGES:
+        return None
     is_folder = len(parts) > 2 or any(m.startswith(head + ".") for m in graph)
     return head if is_folder else None
 

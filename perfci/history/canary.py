@@ -15,6 +15,7 @@ import math
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Iterable, Sequence
 
+from perfci import stats
 from perfci.verdict import TESTED, Verdict
 
 FORMAT = "perfci-canary"
@@ -113,7 +114,7 @@ def from_dict(data: object, where: str = "canary record") -> CanaryNight:
 
 @dataclass(frozen=True)
 class Rate:
-    """``hits`` of ``n`` nights, with a Wilson interval (95% by default)."""
+    """``hits`` of ``n`` nights, with a Wilson interval (:func:`perfci.stats.wilson`, 95% by default)."""
 
     name: str
     hits: int
@@ -132,20 +133,10 @@ class Rate:
                 f"[{100 * (self.low or 0):.0f}%, {100 * (self.high or 0):.0f}%]")
 
 
-def wilson(hits: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
-    """Wilson score interval of hits/n (scipy's), sound at 0 and n hits and at a few nights."""
-    if n <= 0:
-        return None, None
-    from scipy.stats import binomtest
-
-    ci = binomtest(hits, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def _rate(name: str, flags: Iterable[bool], confidence: float) -> Rate:
     values = list(flags)
     hits = sum(values)
-    return Rate(name, hits, len(values), *wilson(hits, len(values), confidence))
+    return Rate(name, hits, len(values), *stats.wilson(hits, len(values), confidence))
 
 
 @dataclass(frozen=True)
