@@ -208,9 +208,9 @@ def trial(index: int, step: float, seed: int, jobs: int, extra: list[str], timeo
 
 
 def _code_version() -> str:
-    """The commit of the perfci that ran, ``+dirty`` when perfci/bisect or perfci/stats.py differ from it."""
+    """The commit of the perfci that ran, ``+dirty`` when perfci/bisect or perfci/stats differ from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "perfci/bisect", "perfci/stats.py"], cwd=ROOT,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "perfci/bisect", "perfci/stats"], cwd=ROOT,
                            capture_output=True, text=True)
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 

@@ -1,8 +1,14 @@
 """perfci: benchmark-regression CI for GPU GEMM kernels.
 
-Three commands, one pipeline: ``perfci run`` measures a suite into a results
-CSV, ``perfci compare`` judges two such CSVs with noise-aware statistics, and
-``perfci bisect`` walks git history to the commit that made a kernel slower.
+One pipeline in eleven commands (``perfci --help``; docs/ has a page for each):
+``perfci run`` measures a suite into a results CSV (``merge`` joins its
+shards), ``perfci compare`` judges two such CSVs, or tonight against a history
+store, with noise-aware statistics (``calibrate`` derives the noise profile it
+uses), ``perfci confirm`` measures base and cur again in interleaved rounds,
+``perfci bisect`` walks git history to the commit that made a kernel slower,
+``perfci history`` keeps the nightly runs and their trends, ``perfci compile``
+reports what the compiler made of each case, ``perfci nightly`` runs the whole
+night, and ``init`` and ``config`` set a repository up and show what is in force.
 """
 from __future__ import annotations
 

@@ -35,6 +35,7 @@ import math
 import operator
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
@@ -46,6 +47,7 @@ from perfci.files import is_present, read_input_text
 from perfci.kernel_registry import KernelRegistry
 from perfci.model import DTYPES, CaseSpec
 from perfci.results import MAX_DIM, WEIGHT_RANGE, selection_id
+from perfci.verdict import Verdict
 
 try:
     import tomllib
@@ -241,6 +243,21 @@ _OPS: dict[str, Callable[[object, object], bool]] = {
 }
 
 
+# The built-in suites' groups were first named after the documents their shapes were drawn from, "seed"
+# and a number (_FORMER_GROUP matches them: decode's six, prefill's one); they are named for the shape's
+# role now (decode-qkv ... decode-gemv, prefill-square). --filter reads the former names until
+# RENAMED_GROUPS_UNTIL, with a warning, so a CI line that selects by them keeps its cases for a release.
+_FORMER_GROUP = re.compile(r"seed0(02-?|00)")
+RENAMED_GROUPS_UNTIL = "0.2.0"
+
+
+def renamed_groups(expression: str) -> str:
+    """EXPRESSION with the built-in suites' former group names in it replaced by their names now ("" if none)."""
+    renamed = _FORMER_GROUP.sub(lambda m: "decode-" if m.group(1).startswith("02") else "prefill-square",
+                                expression)
+    return renamed if renamed != expression else ""
+
+
 def make_filter(expression: str) -> Callable[[CaseSpec], bool]:
     """Turn ``--filter`` text into a predicate.
 
@@ -248,11 +265,33 @@ def make_filter(expression: str) -> Callable[[CaseSpec], bool]:
     (fields kernel, group, dtype, shape, M, N, K; ops = != < <= > >= and ~ for
     a glob), or a bare glob matched against "kernel shape dtype group".
     Examples: ``M<=16``, ``kernel~splitk*,dtype=bf16``, ``*m_fast=1*``.
+
+    A former built-in group name (:func:`renamed_groups`) matches the group it
+    became, with one warning line on stderr the first time it is what selects
+    a case; a suite's own group of that name still matches as itself.
     """
     predicates = [_condition(part) for part in expression.split(",") if part.strip()]
     if not predicates:
         raise PerfciError(f"--filter '{expression}' has no condition")
-    return lambda spec: all(p(spec) for p in predicates)
+    keep: Callable[[CaseSpec], bool] = lambda spec: all(p(spec) for p in predicates)  # noqa: E731
+    renamed = renamed_groups(expression)
+    if not renamed:
+        return keep
+    keep_renamed = make_filter(renamed)
+    warned: list[bool] = []
+
+    def either(spec: CaseSpec) -> bool:
+        if keep(spec):
+            return True
+        if not keep_renamed(spec):
+            return False
+        if not warned:
+            warned.append(True)
+            print(f"perfci: warning: --filter '{expression}' names a group by its former name, read as "
+                  f"'{renamed}'; the former names are accepted until perfci {RENAMED_GROUPS_UNTIL}",
+                  file=sys.stderr)
+        return True
+    return either
 
 
 def _condition(text: str) -> Callable[[CaseSpec], bool]:
@@ -355,7 +394,7 @@ def load_case_keys(path: str) -> list[tuple[str, str, str]]:
         for i, case in enumerate(cases):
             if not isinstance(case, dict) or not all(isinstance(case.get(f), str) for f in ("kernel", "shape", "dtype")):
                 raise PerfciError(f"--cases {path}: cases[{i}] has no kernel, shape and dtype")
-            if case.get("verdict") != "unchanged":
+            if case.get("verdict") != Verdict.UNCHANGED:
                 keys.append((case["kernel"], case["shape"], case["dtype"]))
         return keys
     keys = []

@@ -18,8 +18,14 @@ Special cases stay with their command: compare's threshold-only single values,
 too few repeats, a disturbed side and the clock-swing widening; confirm's too few
 rounds. Statuses (``broken``, ``fixed``, ``skipped``, ``added``, ``removed``)
 need no statistics and are part of the same vocabulary; :func:`missing` is the
-one definition of a baseline case the current run lacks. Bisect's good / bad /
-unsure answers another question and keeps its own words.
+one definition of a baseline case the current run lacks, :func:`no_common_case`
+that of two runs with nothing to compare.
+
+Two other questions keep words of their own: bisect's verdict on a commit
+(:class:`perfci.bisect.core.CommitVerdict`: good / bad / skip / unsure), and
+compile's diff of two resources files
+(:class:`perfci.compile.diff.ResourceVerdict`: worse / better / same / added /
+removed), which judges registers and occupancy, not time.
 
 Plain data only: no perfci capability package is imported here.
 """
@@ -62,6 +68,9 @@ SEVERITY = {v: i for i, v in enumerate(CASE_VERDICTS)}
 TESTED = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.INCONCLUSIVE)
 DECIDED = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.UNCHANGED)  # no more measuring needed
 FAILED_STATUSES = ("fail", "error", "timeout")  # a result row's statuses that break a case
+# Not a verdict: what the nightly's flagged.json says of a case compare called unchanged that is
+# confirmed anyway because the suite as a whole regressed (``--cases`` skips an ``unchanged`` case).
+FLAGGED_SUITE_WIDE = "flagged-suite-wide"
 
 
 def confidence_text(confidence: float) -> str:
@@ -189,6 +198,13 @@ def missing(cases: Iterable, *, count_skipped: bool, require_base_ok: bool) -> l
     wanted = (Verdict.REMOVED, Verdict.SKIPPED) if count_skipped else (Verdict.REMOVED,)
     return [c.key for c in cases
             if c.verdict in wanted and (not require_base_ok or c.base_status == "ok")]
+
+
+def no_common_case(cases: Iterable) -> bool:
+    """Whether two runs share no case: every one of ``cases`` (carrying ``verdict``) is ``added`` or
+    ``removed``, or there are none. compare, the pytest plugin and the nightly refuse such a pair
+    (a wrong file, or renamed kernels), rather than calling it clean."""
+    return all(c.verdict in (Verdict.ADDED, Verdict.REMOVED) for c in cases)
 
 
 # --------------------------------------------------------------------------- the suite

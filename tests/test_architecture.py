@@ -7,6 +7,7 @@ Layers: each folder perfci/<pkg>/ is one capability (measure, compare, bisect, .
 The top-level modules perfci/*.py are the shared layer, the vocabulary every
 capability speaks (results, suites, git, stats, ...), except perfci/cli.py and
 perfci/__main__.py, which are the top: they dispatch to every capability's cli.py.
+perfci/stats/ is a folder of the shared layer, not a capability (:data:`SHARED_PACKAGES`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from perfci.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "perfci"
@@ -26,6 +29,8 @@ PACKAGE = ROOT / "perfci"
 # Empty since the kernel registry moved to the shared layer (perfci/kernel_registry.py), which
 # took perfci/suites.py's last edge into measure/ with it.
 SHARED_LAYER_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
+# Folders that belong to the shared layer: perfci's statistics, pure numbers that every capability uses.
+SHARED_PACKAGES = ("perfci.stats",)
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -116,6 +121,8 @@ def capability(module: str, graph: dict[str, set[str]]) -> str | None:
     if len(parts) < 2:
         return None  # the package's own __init__: shared layer
     head = ".".join(parts[:2])
+    if head in SHARED_PACKAGES:
+        return None
     is_folder = len(parts) > 2 or any(m.startswith(head + ".") for m in graph)
     return head if is_folder else None
 
@@ -229,11 +236,54 @@ def test_only_the_top_imports_a_cli():
     assert cli_imports(graph) == set()
 
 
+MAX_MODULE_LINES = 500  # a module one can read in a sitting
+
+
 def test_no_module_is_longer_than_a_reader_can_hold():
-    # ~500 lines: a module one can read in a sitting.
     long = {name: n for name, path in all_modules().items()
-            if (n := len(path.read_text().splitlines())) > 520}
+            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
+
+
+# --------------------------------------------------------------------------- verdicts are Verdict members
+
+
+def bare_verdict_comparisons(package: Path = PACKAGE) -> list[str]:
+    """``path:line: 'word'`` for each comparison of a value with a bare verdict string outside verdict.py.
+
+    A Compare node anywhere in a module (``==``, ``!=``, ``in``, ``not in``, ...) with a str Constant,
+    alone or inside a tuple, list or set on either side, that equals a
+    :class:`perfci.verdict.Verdict` value: such a test is written with the member, so a renamed or
+    misspelled verdict is a NameError / AttributeError rather than a comparison that is never true.
+    """
+    words = {v.value for v in Verdict}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).as_posix() == "verdict.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                for leaf in ast.walk(side):
+                    if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) and leaf.value in words:
+                        found.append(f"{path.relative_to(package.parent)}:{node.lineno}: {leaf.value!r}")
+    return found
+
+
+def test_a_planted_bare_verdict_comparison_is_found(tmp_path):
+    root = _plant(tmp_path, {
+        "verdict.py": "X = 'regressed' == 'regressed'\n",  # the vocabulary's own module may
+        "a.py": "def f(c):\n    return c.verdict in ('added', 'removed')\n",
+        "b.py": "def f(c):\n    return c.verdict != 'unchanged' and c.status == 'ok'\n",
+        "c.py": "WORDS = ('regressed',)\nOK = {'verdict': 'regressed'}\n",  # not a comparison
+    })
+    assert bare_verdict_comparisons(root) == ["planted/a.py:2: 'added'", "planted/a.py:2: 'removed'",
+                                              "planted/b.py:2: 'unchanged'"]
+
+
+def test_no_module_compares_with_a_bare_verdict_string():
+    assert bare_verdict_comparisons() == []
 
 
 # --------------------------------------------------------------------------- imports alone and in any order

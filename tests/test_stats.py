@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 import scipy.stats as ss
+from scipy import special
 
 from perfci import stats
 
@@ -189,3 +190,83 @@ def test_t_estimate_is_the_two_sided_t_test_and_interval_of_an_estimate_and_its_
     assert est.p_value == pytest.approx(2 * ss.t.sf(3.0, 4.5), rel=1e-12)
     assert stats.t_estimate(-0.03, 0.01, 4.5, 0.95).p_value == est.p_value
 
+
+# --------------------------------------------------------------------------- robust spread and regression
+
+
+def test_the_mad_spread_is_the_sd_of_normal_noise_and_one_wild_value_cannot_move_it():
+    x = np.random.default_rng(7).normal(0.0, 0.02, 2001)
+    assert stats.mad_spread(x) == pytest.approx(0.02, rel=0.08)
+    wild = x.copy()
+    wild[0] = 50.0
+    assert stats.mad_spread(wild) == pytest.approx(stats.mad_spread(x), rel=0.03)  # one rank, not 50
+    assert np.std(wild) > 1.0  # where a standard deviation follows the wild value
+    assert stats.robust_spread([0.3]) == 0.0 and stats.robust_spread(x) == stats.mad_spread(x)
+
+
+def test_huber_fit_recovers_a_line_through_outliers():
+    x = np.linspace(0.0, 1.0, 40)
+    y = 1.0 + 2.0 * x
+    y[[3, 17, 30]] += 5.0
+    fit = stats.huber_fit(np.column_stack([np.ones_like(x), x]), y)
+    assert np.allclose(np.delete(fit, [3, 17, 30]), np.delete(1.0 + 2.0 * x, [3, 17, 30]), atol=0.02)
+
+
+def test_the_biweight_gives_a_case_that_moved_by_itself_no_weight_where_huber_keeps_some():
+    x = np.column_stack([np.ones(30)])
+    y = np.random.default_rng(3).normal(0.0, 0.005, 30)
+    y[:6] += 0.05  # six cases moved by 5%, ten times their own spread
+    scale = np.full(30, 0.005)
+    huber = stats.huber_coefficients(x, y)
+    biweight = stats.biweight_coefficients(x, y, scale, huber)
+    alone = stats.biweight_coefficients(x[6:], y[6:], scale[6:], huber)  # the 24 others without the six
+    assert biweight[0] == pytest.approx(alone[0], abs=1e-9)
+    assert huber[0] > biweight[0] + 0.001  # Huber's bounded weight still leans towards the six
+
+
+def test_the_shift_design_adds_the_exponent_and_1_over_us_only_where_the_suite_can_fit_them():
+    exps, us = np.array([0.0] * 4 + [1.0] * 4), np.array([5.0, 10.0, 20.0, 400.0] * 2)
+    assert stats.shift_design(exps, np.log(us), 6, 50.0).shape == (8, 3)
+    assert stats.shift_design(exps, np.log(us), 7, 50.0).shape == (8, 2)  # 6 short cases, 7 wanted
+    assert stats.shift_design(np.zeros(8), np.log(us), 6, 50.0).shape == (8, 2)  # no compute-bound cases
+
+
+# --------------------------------------------------------------------------- the moderated variance
+
+
+def test_a_moderated_variance_lies_between_its_own_and_the_prior_weighted_by_their_degrees_of_freedom():
+    s2, df = stats.moderated_variance(4e-4, 2, 1e-4, 6.0, None)
+    assert s2 == pytest.approx((6.0 * 1e-4 + 2 * 4e-4) / 8.0) and df == 8.0
+    assert stats.moderated_variance(4e-4, 2, 1e-4, math.inf, None)[0] == 1e-4  # every case alike
+    # The own bound: never below the 95% lower confidence bound of the case's own variance.
+    bounded, _ = stats.moderated_variance(4e-2, 2, 1e-6, 1e4, 0.95)
+    assert bounded == pytest.approx(2 * 4e-2 / ss.chi2.ppf(0.95, 2))
+
+
+def test_limma_weighs_a_prior_by_how_little_the_cases_variances_scatter():
+    rng = np.random.default_rng(11)
+    dfs = np.full(200, 2)
+    alike = 1e-4 * rng.chisquare(2, 200) / 2  # one true variance: scatter from 2 df alone
+    d0, intercept, slope = stats.limma_fit(dfs, alike, np.zeros(200), cap=1e6)
+    assert d0 > 50 and slope == 0.0 and math.exp(intercept) == pytest.approx(1e-4, rel=0.25)
+    apart = alike * np.exp(rng.normal(0.0, 1.5, 200))  # true variances 4x apart and more
+    assert stats.limma_fit(dfs, apart, np.zeros(200), cap=1e6)[0] < 10
+    assert stats.limma_fit(dfs, alike, np.zeros(200), cap=8.0)[0] == 8.0
+
+
+def test_trigamma_inverse_inverts_trigamma():
+    for y in (0.3, 1.0, 4.0, 50.0):
+        assert stats.trigamma_inverse(float(special.polygamma(1, y))) == pytest.approx(y, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- a proportion
+
+
+def test_wilson_is_sound_at_the_edges():
+    low, high = stats.wilson(0, 3)
+    assert low == 0.0 and 0.5 < high < 0.6  # 0 of 3 does not mean never
+    low, high = stats.wilson(3, 3)
+    assert 0.4 < low < 0.5 and high == 1.0
+    assert stats.wilson(0, 0) == (None, None)
+    low, high = stats.wilson(30, 100)
+    assert low < 0.3 < high and high - low < 0.2

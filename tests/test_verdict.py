@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import pytest
 
 from perfci.verdict import (confidence_text, CASE_VERDICTS, DECIDED, DISTURBED, SEVERITY, TESTED, Decision, DisturbedRule, Reasons,
-                            SuiteShift, Verdict, decide, missing, status_verdict, worst_first)
+                            SuiteShift, Verdict, decide, missing, no_common_case, status_verdict, worst_first)
 
 F = math.log(1.05)  # a 5% floor
 
@@ -109,6 +109,15 @@ def test_missing_counts_removed_and_by_rule_skipped_cases():
         verdict: str
 
     assert missing([Bare(("x",), "removed")], count_skipped=False, require_base_ok=False) == [("x",)]
+
+
+def test_no_common_case_is_a_pair_with_only_one_sided_cases():
+    one_sided = [_Case(("a",), Verdict.ADDED), _Case(("b",), Verdict.REMOVED)]
+    assert no_common_case(one_sided)
+    assert no_common_case([])  # nothing at all to compare is no case in common either
+    assert not no_common_case([*one_sided, _Case(("c",), Verdict.UNCHANGED)])
+    assert not no_common_case([_Case(("d",), Verdict.BROKEN)])  # measured on both sides, if badly
+    assert no_common_case([_Case(("e",), "removed")])  # as read back from a JSON report
 
 
 def test_one_suite_shift_shows_each_command_its_own_fields():

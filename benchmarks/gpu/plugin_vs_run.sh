@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The pytest plugin's numbers against `perfci run`'s: same cases, same inputs, same seed.
 #
-# The seed002 rows of suites/decode.toml (52 cases: splitk_decode[m_fast=0|1] x M 1,4,16,64 x
+# The decode-* rows of suites/decode.toml (52 cases: splitk_decode[m_fast=0|1] x M 1,4,16,64 x
 # four N x K, torch_matmul over the same shapes, gemv at M=1), measured four times in the order
 # run1, plugin1, plugin2, run2 (ABBA, so a drift over the session does not read as a difference
 # between the two paths). Then `perfci compare` of
 # run1/run2 and plugin1/plugin2 (each path's own run-to-run noise), run1/plugin1 and
 # run2/plugin2 (the two paths against each other), each as markdown and JSON, and summary.md:
 # per case the plugin/run ratio beside the run/run and plugin/plugin ratios.
-# The plugin side is benchmarks/gpu/bench_seed002_decode.py, which reads the cases from the suite
+# The plugin side is benchmarks/gpu/bench_decode_rows.py, which reads the cases from the suite
 # file with perfci's loader and --filter, and builds each call with the suite backend's prepare.
 #
 # usage on the device:  bash benchmarks/gpu/plugin_vs_run.sh          (about 2 minutes)
@@ -22,7 +22,7 @@ if [[ $DEVICE == cpu ]]; then
   SUITE=${SUITE:-smoke}; FILTER=${FILTER:-'group~[dv]*'}  # smoke's decode + vendor rows: 6 cases
 else
   export TRITON_INTERPRET=0
-  SUITE=${SUITE:-decode}; FILTER=${FILTER:-'group~seed002*'}
+  SUITE=${SUITE:-decode}; FILTER=${FILTER:-'group~decode-*'}
 fi
 export PERFCI_BENCH_SUITE=$SUITE PERFCI_BENCH_FILTER=$FILTER PERFCI_BENCH_SEED=$SEED
 R="$OUT/r"; rm -rf "$R"; mkdir -p "$R"
@@ -38,7 +38,7 @@ run() {  # run N
 }
 plugin() {  # plugin N; the plugin loaded by name, whether or not perfci is pip-installed here
   PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 timeout "$STEP_TIMEOUT" python3 -m pytest -p perfci.plugin.pytest_plugin \
-    benchmarks/gpu/bench_seed002_decode.py -q -p no:cacheprovider --perfci-device "$DEVICE" \
+    benchmarks/gpu/bench_decode_rows.py -q -p no:cacheprovider --perfci-device "$DEVICE" \
     --perfci-out "$R/plugin$1.csv" > "$R/plugin$1.log" 2>&1
 }
 {

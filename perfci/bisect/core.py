@@ -22,7 +22,9 @@ from typing import Mapping, Sequence
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 
 
-class Verdict(str, Enum):
+class CommitVerdict(str, Enum):
+    """What a bisect step found of one commit (not a case's :class:`perfci.verdict.Verdict`)."""
+
     GOOD = "good"
     BAD = "bad"
     UNSURE = "unsure"  # measured, but its budget ran out before it was told apart: not probed again
@@ -90,7 +92,7 @@ class StepRecord:
     order: int  # position in history: 0 is GOOD, len(commits) is BAD
     subject: str
     samples: Samples
-    verdict: Verdict
+    verdict: CommitVerdict
     position: float | None = None  # where its runs sat on its bracket's lo (0) -> hi (1) step
     interval: Interval | None = None  # it against its bracket's midpoint, raw percent
     rounds: int = 0
@@ -104,9 +106,9 @@ class SearchState:
     """Verdicts so far over ``commits`` (see the module docstring for the layout)."""
 
     commits: tuple[str, ...]
-    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+    verdicts: Mapping[str, CommitVerdict] = field(default_factory=dict)
 
-    def with_verdict(self, sha: str, verdict: Verdict) -> "SearchState":
+    def with_verdict(self, sha: str, verdict: CommitVerdict) -> "SearchState":
         merged = dict(self.verdicts)
         merged[sha] = verdict
         return SearchState(self.commits, merged)
@@ -121,12 +123,12 @@ class SearchState:
         """
         hi = len(self.commits) - 1
         for i, sha in enumerate(self.commits):
-            if self.verdicts.get(sha) == Verdict.BAD:
+            if self.verdicts.get(sha) == CommitVerdict.BAD:
                 hi = i
                 break
         lo = -1
         for i in range(hi - 1, -1, -1):
-            if self.verdicts.get(self.commits[i]) == Verdict.GOOD:
+            if self.verdicts.get(self.commits[i]) == CommitVerdict.GOOD:
                 lo = i
                 break
         return lo, hi
@@ -146,7 +148,7 @@ class SearchState:
     def contradictions(self) -> tuple[str, ...]:
         """Commits called good that sit after the first bad one: some verdict is wrong."""
         _, hi = self.bounds
-        return tuple(sha for sha in self.commits[hi + 1:] if self.verdicts.get(sha) == Verdict.GOOD)
+        return tuple(sha for sha in self.commits[hi + 1:] if self.verdicts.get(sha) == CommitVerdict.GOOD)
 
     @property
     def adjacent(self) -> bool:

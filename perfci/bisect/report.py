@@ -8,7 +8,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from perfci.bisect.core import BisectResult, Interval, PairCheck, StepRecord, Verdict
+from perfci.bisect.core import BisectResult, CommitVerdict, Interval, PairCheck, StepRecord
 from perfci.escape import md_block, md_code, md_text, term_text
 from perfci.verdict import confidence_text
 
@@ -88,7 +88,7 @@ def render_text(result: BisectResult) -> str:
         lines.append(f"{r.order:>4}  {r.sha[:12]}  {r.rounds or '':>6}  {len(r.samples.values):>4}  "
                      f"{r.samples.failures:>4}  {_fmt(r.samples.median):>10}  {_position(r):>5}  "
                      f"{_verdict_label(r, result)}  {r.subject[:50]}")
-        if r.reason and r.verdict in (Verdict.SKIP, Verdict.UNSURE):
+        if r.reason and r.verdict in (CommitVerdict.SKIP, CommitVerdict.UNSURE):
             lines.append(f"{'':>4}  {r.verdict.value}: {r.reason}")
     for w in result.warnings:
         lines.append(f"warning: {w}")
@@ -191,8 +191,8 @@ def plot(result: BisectResult, path: Path) -> None:
             ax.axhspan(low, high, color=colour, alpha=0.15,
                        label=f"{'GOOD' if record is result.good else 'BAD'} IQR")
             ax.axhline(float(np.median(values)), color=colour, lw=0.8, ls="--")
-    colours = {Verdict.GOOD: "tab:green", Verdict.BAD: "tab:red", Verdict.SKIP: "tab:gray",
-               Verdict.UNSURE: "tab:orange"}
+    colours = {CommitVerdict.GOOD: "tab:green", CommitVerdict.BAD: "tab:red", CommitVerdict.SKIP: "tab:gray",
+               CommitVerdict.UNSURE: "tab:orange"}
     for r in _rows(result):
         colour = colours[r.verdict]
         if r.samples.values:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from perfci.bisect.core import BisectResult, PairCheck, StepRecord, Verdict, conclude
+from perfci.bisect.core import BisectResult, CommitVerdict, PairCheck, StepRecord, conclude
 from perfci.bisect.rules import StepStatus
 from perfci.bisect.search import BisectConfig, Measurer, Outcome
 
@@ -18,8 +18,8 @@ def to_result(cfg: BisectConfig, out: Outcome, good: str, bad: str, commits: Seq
     ``describe(sha)`` gives the culprit's (commit info, diff stat) from git.
     """
     subjects = measurer.subjects
-    good_rec = StepRecord(good, 0, subjects.get(good, ""), measurer.samples(good), Verdict.GOOD)
-    bad_rec = StepRecord(bad, len(commits), subjects.get(bad, ""), measurer.samples(bad), Verdict.BAD)
+    good_rec = StepRecord(good, 0, subjects.get(good, ""), measurer.samples(good), CommitVerdict.GOOD)
+    bad_rec = StepRecord(bad, len(commits), subjects.get(bad, ""), measurer.samples(bad), CommitVerdict.BAD)
     common = dict(good=good_rec, bad=bad_rec, commits_total=len(commits), baseline=out.baseline.check,
                   metric=cfg.bench.metric.description if cfg.bench is not None else "",
                   higher_is_better=cfg.higher_is_better, min_effect_pct=cfg.min_effect_pct,
@@ -34,7 +34,7 @@ def to_result(cfg: BisectConfig, out: Outcome, good: str, bad: str, commits: Seq
                                                                                    "GOOD -> BAD"), **common)
         return BisectResult(status="swapped" if status == StepStatus.SWAPPED else "no-difference",
                             message=out.baseline.check.message, **common)
-    skipped = tuple(r.sha for r in out.steps if r.verdict == Verdict.SKIP)
+    skipped = tuple(r.sha for r in out.steps if r.verdict == CommitVerdict.SKIP)
     check = out.culprit_check.check if out.culprit_check else None
     c = conclude(out.state, check, skipped, out.leans, out.stopped)
     steps = tuple(out.steps)
@@ -77,7 +77,7 @@ def _advice(cfg: BisectConfig, out: Outcome, status: str) -> tuple[str, ...]:
         advice.append(f"more time: {out.stopped}; raise it, or leave it out")
     if out.culprit_check is not None and out.culprit_check.decision.status == StepStatus.UNRESOLVED:
         advice += _advice_for_pair(cfg, out.culprit_check.check, "the culprit's own step")
-    unsure = [r for r in out.steps if r.verdict == Verdict.UNSURE]
+    unsure = [r for r in out.steps if r.verdict == CommitVerdict.UNSURE]
     if unsure:
         advice.append(f"more runs: {len(unsure)} commit(s) stayed unsure within --budget {cfg.budget_s:g} s "
                       f"({', '.join('#' + str(r.order) for r in unsure[:5])}); raise --budget")

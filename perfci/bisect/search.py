@@ -30,11 +30,11 @@ from perfci.benchcmd import BenchSpec, RunOutcome, kill_running
 from perfci.bisect import rules
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import (
+    CommitVerdict,
     PairCheck,
     Samples,
     SearchState,
     StepRecord,
-    Verdict,
     choose_next,
     raw_interval,
     steps_left,
@@ -98,7 +98,7 @@ class PairOutcome:
 
 @dataclass(frozen=True)
 class ProbeOutcome:
-    verdict: Verdict
+    verdict: CommitVerdict
     record: StepRecord
     lean: float | None = None  # the position its runs sat at, when unsure
 
@@ -319,12 +319,13 @@ class Measurer:
         return self._probe_outcome(decision, m, lo, hi, len(rounds), seconds, "")
 
     def _skip(self, m, lo, hi, why, rounds, seconds) -> ProbeOutcome:
-        record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), Verdict.SKIP,
+        record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), CommitVerdict.SKIP,
                             rounds=rounds, against=(self.order[lo], self.order[hi]), seconds=seconds, reason=why)
-        return ProbeOutcome(Verdict.SKIP, record)
+        return ProbeOutcome(CommitVerdict.SKIP, record)
 
     def _probe_outcome(self, decision: rules.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
-        verdict = {ProbeStatus.GOOD: Verdict.GOOD, ProbeStatus.BAD: Verdict.BAD}.get(decision.status, Verdict.UNSURE)
+        verdict = {ProbeStatus.GOOD: CommitVerdict.GOOD,
+                   ProbeStatus.BAD: CommitVerdict.BAD}.get(decision.status, CommitVerdict.UNSURE)
         loc = decision.interval
         interval = None
         if loc is not None:
@@ -334,7 +335,7 @@ class Measurer:
                             position=decision.position, interval=interval, rounds=rounds,
                             against=(self.order[lo], self.order[hi]), seconds=seconds,
                             reason=why or decision.message)
-        return ProbeOutcome(verdict, record, decision.position if verdict == Verdict.UNSURE else None)
+        return ProbeOutcome(verdict, record, decision.position if verdict == CommitVerdict.UNSURE else None)
 
 
 # --------------------------------------------------------------------------- the search
@@ -388,7 +389,7 @@ def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commit
     progress.note(f"{len(commits) - 1} commits between GOOD and BAD: {baseline.decision.message}")
     step = probe_step(cfg, baseline)
     commits = tuple(commits)
-    state = SearchState(commits, {commits[-1]: Verdict.BAD})
+    state = SearchState(commits, {commits[-1]: CommitVerdict.BAD})
     steps: list[StepRecord] = []
     leans: dict[str, float] = {}
     stopped = ""
@@ -417,7 +418,7 @@ def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commit
         for out in outcomes:
             progress.step(out.record, state, len(commits), steps_left(state, len(slots)) * per_round)
         verdicts = {out.verdict for out in outcomes}
-        if Verdict.UNSURE in verdicts and not verdicts & {Verdict.GOOD, Verdict.BAD}:
+        if CommitVerdict.UNSURE in verdicts and not verdicts & {CommitVerdict.GOOD, CommitVerdict.BAD}:
             # A probe that its budget could not decide says the step is too small for this
             # machine's noise at this budget; its neighbours are as hard, so probing them
             # one by one would spend a budget each for the same answer. (A skipped commit,

@@ -20,7 +20,7 @@ from typing import Sequence
 from perfci import git, gitsession
 from perfci.benchcmd import Deadline, run_command
 from perfci.bisect.cache import Cache
-from perfci.bisect.core import BisectResult, StepRecord, Verdict
+from perfci.bisect.core import BisectResult, CommitVerdict, StepRecord
 from perfci.bisect.result import to_result
 from perfci.bisect.search import BisectConfig, Measurer, Progress, search_in_slots
 from perfci.bisect.trees import TREES_PER_SLOT, GitSlot, SlotTrees, WarmSlot, Worktrees
@@ -221,7 +221,7 @@ def _replay_marks(repo, worktrees: Worktrees, good: str, bad: str, first_parent:
     tree = git.open_repo(path)
     git.bisect_start(tree, bad, good, first_parent)
     for record in steps:
-        word = {Verdict.GOOD: "good", Verdict.BAD: "bad"}.get(record.verdict, "skip")
+        word = {CommitVerdict.GOOD: "good", CommitVerdict.BAD: "bad"}.get(record.verdict, "skip")
         git.bisect_mark(tree, record.sha, word)
     log = git.run(tree, "bisect", "log", check=False)
     git.run(tree, "bisect", "reset", check=False)

@@ -15,6 +15,7 @@ import sys
 from perfci import builtin
 from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
+from perfci.verdict import Verdict, no_common_case
 
 COMPARE_HELP = """\
 Judge CUR against BASE case by case (key: kernel, shape, dtype).
@@ -171,7 +172,7 @@ def main(args) -> int:
         if not args.allow_device_mismatch:
             check_same_device(base, cur)
         result = with_identity(compare(base, cur, profile, opts), base, cur)
-    if all(c.verdict in ("added", "removed") for c in result.cases):
+    if no_common_case(result.cases):
         raise PerfciError(f"{args.base} and {args.cur} have no case in common (key: kernel, shape, "
                           f"dtype): nothing was compared; wrong file, or were the kernels renamed?")
     if args.explain or args.format in ("markdown", "json"):
@@ -207,7 +208,7 @@ def _shown(result, only_changed: bool, order: str):
     """The rows to render: filtered and ordered; the summary keeps counting every case."""
     from dataclasses import replace
 
-    cases = [c for c in result.cases if not (only_changed and c.verdict == "unchanged")]
+    cases = [c for c in result.cases if not (only_changed and c.verdict == Verdict.UNCHANGED)]
     if order == "ratio":
         cases.sort(key=lambda c: -(c.ratio or c.raw_ratio or 0.0))
     elif order == "name":

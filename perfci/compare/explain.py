@@ -17,8 +17,9 @@ from dataclasses import replace
 
 from perfci.compare.comparison import CaseComparison, Comparison, Explanation
 from perfci.model import KernelRecord, ResultRow, ResultTable
+from perfci.verdict import Verdict
 
-EXPLAINED = ("regressed", "improved")
+EXPLAINED = (Verdict.REGRESSED, Verdict.IMPROVED)
 VENDOR_PREFIXES = ("torch_",)  # backends that call a vendor library: no kernel of ours to read
 CLOCK_MOVED = 0.03
 POWER_ROSE = 1.05  # a power-capped kernel whose clock fell as its power rose slowed itself  # a median clock this far apart is a device change worth naming

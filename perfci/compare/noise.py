@@ -112,13 +112,13 @@ BUILTIN_PROFILES: dict[str, NoiseProfile] = {
                                  "1.25 x q99 |residual| of cases >= 100 us, plus 0.189 us",
                           floor_us=0.189),
     # The CPU runs the smoke suite through the Triton interpreter: it proves the
-    # pipeline, not kernel speed. `perfci calibrate` over three smoke runs on the
-    # 2-core CI machine (2026-11-29, one of them beside another CPU-heavy job)
+    # pipeline, not kernel speed. `perfci calibrate` over three smoke runs on a
+    # 2-vCPU CI runner (2026-11-29, one of them beside another CPU-heavy job)
     # gave 1.25 x q99 |residual| = 75%: only a gross change is a verdict here.
     "cpu": NoiseProfile("cpu", "cpu", floor_pct=75.0, unclocked_floor_pct=75.0,
                         band_floor_pct=75.0, unclocked_band_floor_pct=75.0,
                         clock_swing_pct=5.0, suite_floor_pct=75.0,
-                        source="perfci calibrate, 3 smoke runs on the 2-core CI machine (interpreter)"),
+                        source="perfci calibrate, 3 smoke runs on a 2-vCPU CI runner (interpreter)"),
     # Unknown device (FlyDSL CSVs and pytest-benchmark JSON carry no arch):
     # as wide as the widest arch we run on.
     "generic": NoiseProfile("generic", "", floor_pct=3.0, unclocked_floor_pct=4.0,

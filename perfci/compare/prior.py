@@ -3,7 +3,8 @@
 Pure numbers in and out. A case with K nights has K-1 degrees of freedom of its
 own: with two or three nights in the store that variance is too unsteady to
 test 80 cases with, so it is shrunk towards a prior, empirical Bayes as limma
-does it (Smyth 2004): ``s~^2 = (d0 s0^2 + d s^2) / (d0 + d)``.
+does it (Smyth 2004): ``s~^2 = (d0 s0^2 + d s^2) / (d0 + d)``. The arithmetic
+is :mod:`perfci.stats.prior`'s; which cases a prior is learned from is this module's.
 
 Where the prior is learned decides what it can hide. Learned from the whole
 suite, it says "a night moves a case by about 0.5%", and a split-K case whose
@@ -33,10 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-import numpy as np
-from scipy import special
-from scipy import stats as sps
-
+from perfci import stats
 from perfci.compare.noise import NoiseProfile
 
 # A profile's floor is 1.25 x the q99 of |log ratio| of two runs: one run's spread is floor / (1.25 * 2.576 * sqrt 2).
@@ -86,22 +84,6 @@ def kernel_of(kernel: str) -> str:
     return kernel.split("[", 1)[0]
 
 
-def _trigamma_inverse(x: float) -> float:
-    """y with trigamma(y) = x (Newton, as limma's trigammaInverse)."""
-    if x > 1e7:
-        return 1.0 / math.sqrt(x)
-    if x < 1e-6:
-        return 1.0 / x
-    y = 0.5 + 1.0 / x
-    for _ in range(50):
-        tri = float(special.polygamma(1, y))
-        step = tri * (1.0 - tri / x) / float(special.polygamma(2, y))
-        y += step
-        if -step / y < 1e-8:
-            break
-    return y
-
-
 def profile_prior(profile: NoiseProfile, opts: PriorOptions) -> Prior:
     """The noise profile's one-run floor read as a spread, worth ``profile_prior_nights``."""
     # floor_for adds floor_us / base_us; read as a spread that is a + b / base_us; log-linear is
@@ -111,21 +93,11 @@ def profile_prior(profile: NoiseProfile, opts: PriorOptions) -> Prior:
 
 
 def limma_prior(cases: Sequence[CaseVariance], source: str, group: str, cap: float) -> Prior:
-    """limma's fit of the prior over CASES (each with k >= 2): log variance on log duration, d0 from the scatter."""
-    d = np.array([c.k - 1 for c in cases], dtype=float)
-    s2 = np.maximum([c.var for c in cases], 1e-10)
-    x = np.array([c.center for c in cases])  # log of the case's duration in us
-    e = np.log(s2) - special.digamma(d / 2.0) + np.log(d / 2.0)
-    slope = 0.0
-    if np.ptp(x) > 0.5 and len(cases) >= 4:  # durations spread over more than a factor 1.6: fit the trend
-        slope, intercept = np.polyfit(x, e, 1)
-    intercept = float(np.mean(e - slope * x))
-    resid = e - intercept - slope * x
-    evar = float(np.var(resid, ddof=2 if slope else 1)) - float(np.mean(special.polygamma(1, d / 2.0)))
-    d0 = 2.0 * _trigamma_inverse(evar) if evar > 0 else math.inf
-    d0 = min(d0, cap)
-    shift = float(special.digamma(d0 / 2.0) - math.log(d0 / 2.0))
-    return Prior(d0, intercept + shift, float(slope), source, group)
+    """limma's fit of the prior over CASES (each with k >= 2): log variance on log duration, d0 from the scatter
+    (:func:`perfci.stats.limma_fit`)."""
+    d0, intercept, slope = stats.limma_fit([c.k - 1 for c in cases], [c.var for c in cases],
+                                           [c.center for c in cases], cap)
+    return Prior(d0, intercept, slope, source, group)
 
 
 def suite_prior(cases: Sequence[CaseVariance], profile: NoiseProfile, opts: PriorOptions) -> Prior:
@@ -166,12 +138,5 @@ def case_priors(cases: Mapping[tuple[str, str, str], CaseVariance], profile: Noi
 
 
 def moderated_var(c: CaseVariance, prior: Prior, opts: PriorOptions) -> tuple[float, float]:
-    """(s~^2, its degrees of freedom) of case C under PRIOR."""
-    d = c.k - 1
-    s0 = prior.s0sq(math.exp(c.center))
-    d0 = prior.d0
-    s2 = s0 if math.isinf(d0) else (d0 * s0 + d * c.var) / (d0 + d)
-    if opts.own_bound is not None and d >= 1:
-        # The lower confidence bound of the case's own variance: chi2 with d degrees of freedom.
-        s2 = max(s2, d * c.var / float(sps.chi2.ppf(opts.own_bound, d)))
-    return s2, d0 + d
+    """(s~^2, its degrees of freedom) of case C under PRIOR (:func:`perfci.stats.moderated_variance`)."""
+    return stats.moderated_variance(c.var, c.k - 1, prior.s0sq(math.exp(c.center)), prior.d0, opts.own_bound)

@@ -165,7 +165,7 @@ def to_dict(cmp: Comparison) -> dict:
              for c in cmp.cases]
     return {
         "base": cmp.base_path, "cur": cmp.cur_path, "arch": cmp.arch,
-        "regressed": cmp.regressed, "inconclusive": cmp.inconclusive,
+        Verdict.REGRESSED: cmp.regressed, Verdict.INCONCLUSIVE: cmp.inconclusive,
         "threshold_only": cmp.threshold_only,
         "summary": {**asdict(cmp.summary), "worst": [list(k) for k in cmp.summary.worst]},
         "suite_shift": cmp.suite.to_dict(SUITE_FIELDS),

@@ -9,9 +9,9 @@ a change to one kernel's code leaks into that shift: on the H200's decode suite,
 on the 16 longest cases (splitk_decode) 1.0%, since the longest cases pin the
 intercept of ``a + b/us``. So for each kernel's cases (variants included):
 
-* a **biweight** on residuals scaled by each case's own night-to-night spread
-  finds the suite's mode: a kernel that moved by itself (3% where its nights
-  move 0.7%) gets no weight, instead of pushing every other kernel's residuals
+* a **biweight** (:func:`perfci.stats.biweight_coefficients`) on residuals
+  scaled by each case's own night-to-night spread finds the suite's mode: a
+  kernel that moved by itself (3% where its nights move 0.7%) gets no weight, instead of pushing every other kernel's residuals
   the other way;
 * then each kernel's shift is refitted from there on the **other** kernels'
   cases only, so its own change stays in its residuals whatever its size or
@@ -24,10 +24,9 @@ from typing import Sequence
 
 import numpy as np
 
+from perfci import stats
 from perfci.compare.prior import kernel_of
-from perfci.history.nights import SHORT_US, huber_coefficients, mode_offsets
-
-BIWEIGHT_C = 4.685  # Tukey's constant: 95% efficiency under normal noise
+from perfci.history.nights import SHORT_US, mode_offsets
 
 
 def tonight_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequence[float],
@@ -47,47 +46,13 @@ def tonight_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequen
     if d.size < min_cases:
         return np.zeros(d.size)
     s = np.maximum(np.asarray(scales, dtype=float), 1e-4)
-    x = _design(e, u, min_cases)
+    x = stats.shift_design(e, u, min_cases, SHORT_US)
     # The suite's mode first: the fit of every case, a kernel that moved by itself left out by the biweight.
-    suite = biweight_coefficients(x, d, s, huber_coefficients(x, d))
+    suite = stats.biweight_coefficients(x, d, s, stats.huber_coefficients(x, d))
     groups = np.array([kernel_of(k) for k in kernels])
     out = x @ suite
     for g in sorted(set(groups.tolist())):
         mine, rest = groups == g, groups != g
         if np.sum(rest) >= min_cases:
-            out[mine] = x[mine] @ biweight_coefficients(x[rest], d[rest], s[rest], suite)
+            out[mine] = x[mine] @ stats.biweight_coefficients(x[rest], d[rest], s[rest], suite)
     return out
-
-
-def _design(e: np.ndarray, u: np.ndarray, min_cases: int) -> np.ndarray:
-    """The columns :func:`perfci.history.nights.mode_offsets` fits: 1 (+ exponent) (+ 1/us, scaled to 1)."""
-    inv = np.exp(-u)
-    cols = [np.ones(e.size)]
-    if np.sum(e >= 0.9) >= 4 and np.sum(e <= 0.1) >= 4:
-        cols.append(e)
-    if np.sum(inv >= 1.0 / SHORT_US) >= min_cases and inv.max() >= 3.0 * inv.min():
-        cols.append(inv / inv.max())
-    return np.column_stack(cols)
-
-
-def biweight_coefficients(x: np.ndarray, y: np.ndarray, scale: np.ndarray, start: np.ndarray,
-                          rounds: int = 50) -> np.ndarray:
-    """Tukey biweight regression of Y on X from START, residuals in units of SCALE (IRLS).
-
-    A case whose residual is past ``BIWEIGHT_C`` of its own scale gets no
-    weight. Falls back to START when fewer cases than coefficients keep a weight.
-    """
-    beta = np.asarray(start, dtype=float)
-    for _ in range(rounds):
-        z = (y - x @ beta) / scale
-        w = np.where(np.abs(z) < BIWEIGHT_C, (1.0 - (z / BIWEIGHT_C) ** 2) ** 2, 0.0) / scale ** 2
-        if np.sum(w > 0) < x.shape[1] + 1:
-            return np.asarray(start, dtype=float)
-        sw = np.sqrt(w)
-        new = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
-        done = float(np.max(np.abs(new - beta))) < 1e-10
-        beta = new
-        if done:
-            break
-    return beta
-

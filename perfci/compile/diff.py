@@ -17,6 +17,7 @@ worse case whose every worse change falls within an entry of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from perfci.compile.accept import Accepted, accepted_table
@@ -30,7 +31,28 @@ RULE = ("rule: worse = more spills or scratch, lower occupancy, shared memory / 
         "case that fails; better = the reverse; a register, LDS or config change that keeps occupancy is "
         "reported, not failed. Exit 1 on a worse case unless accepted (perfci/compile/accept.py, or the project's "
         "[tool.perfci] compile_accept: a bound and a reason each).")
-VERDICTS = ("worse", "better", "same", "added", "removed")
+
+
+class ResourceVerdict(str, Enum):
+    """A case's verdict in compile's diff (:data:`RULE`), and each change's effect (worse / better).
+
+    Not :class:`perfci.verdict.Verdict`: this judges what the compiler made of a
+    kernel (spills, occupancy, shared memory), not its time. A str, written as its
+    value, as a timing verdict is.
+    """
+
+    WORSE = "worse"
+    BETTER = "better"
+    SAME = "same"  # nothing the arch can see changed (a register or config change may be reported)
+    ADDED = "added"  # only in the current file
+    REMOVED = "removed"  # only in the baseline
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__
+
+
+VERDICTS = tuple(ResourceVerdict)
 REPORTED = ("vgprs", "agprs", "sgprs", "registers")  # AMD: VGPR/AGPR/SGPR; NVIDIA: registers per thread
 
 
@@ -41,7 +63,7 @@ class Change:
     #             kernel (added or dropped), config.KEY
     before: Any
     after: Any
-    effect: str  # "worse", "better" or "" (reported only)
+    effect: ResourceVerdict | str  # WORSE, BETTER or "" (reported only)
     unit: str = ""  # occupancy: waves/SIMD or warps/SM; spills: registers or B
     limiters: tuple[str, str] = ("", "")  # occupancy: what limited it before and after
 
@@ -51,7 +73,7 @@ class CaseDiff:
     kernel: str  # the case label
     shape: str
     dtype: str
-    verdict: str  # worse, better, same, added, removed
+    verdict: ResourceVerdict
     changes: tuple[Change, ...]
     accepted: str = ""  # a worse case's acceptance reasons, or ""
     main_kernel: str = ""  # the first kernel's function name: changes of others are named
@@ -62,7 +84,7 @@ class CaseDiff:
 
     @property
     def failing(self) -> bool:
-        return self.verdict == "worse" and not self.accepted
+        return self.verdict == ResourceVerdict.WORSE and not self.accepted
 
 
 @dataclass(frozen=True)
@@ -80,11 +102,12 @@ class ResourceDiff:
     @property
     def changed(self) -> tuple[CaseDiff, ...]:
         """Every case with something to say: a change, or added / removed."""
-        return tuple(c for c in self.cases if c.changes or c.verdict in ("added", "removed"))
+        one_sided = (ResourceVerdict.ADDED, ResourceVerdict.REMOVED)
+        return tuple(c for c in self.cases if c.changes or c.verdict in one_sided)
 
     def counts(self) -> dict[str, int]:
         out = {v: sum(1 for c in self.cases if c.verdict == v) for v in VERDICTS}
-        out["accepted"] = sum(1 for c in self.cases if c.verdict == "worse" and c.accepted)
+        out["accepted"] = sum(1 for c in self.cases if c.verdict == ResourceVerdict.WORSE and c.accepted)
         return out
 
 
@@ -113,7 +136,8 @@ def kernel_changes(base: KernelReport | None, cur: KernelReport | None, arch: st
             return out
     b_err, c_err = _error(base), _error(cur)
     if b_err != c_err and (not b_err or not c_err):
-        out.append(Change(name, "error", b_err or None, c_err or None, "worse" if c_err else "better"))
+        out.append(Change(name, "error", b_err or None, c_err or None,
+                          ResourceVerdict.WORSE if c_err else ResourceVerdict.BETTER))
     if c_err:
         return out
     b_cfg, c_cfg = dict(base.config) if base else {}, dict(cur.config)  # type: ignore[union-attr]
@@ -139,18 +163,19 @@ def kernel_changes(base: KernelReport | None, cur: KernelReport | None, arch: st
     for field in ("spills", "scratch_bytes"):
         b, c = value(base, field), value(cur, field)
         if b is not None and c is not None and b != c:
-            out.append(Change(name, field, b, c, "worse" if c > b else "better", unit if field == "spills" else "B"))
+            out.append(Change(name, field, b, c, ResourceVerdict.WORSE if c > b else ResourceVerdict.BETTER,
+                              unit if field == "spills" else "B"))
     b, c = value(base, "shared_bytes"), value(cur, "shared_bytes")
     if c is not None and b != c:
         over_now, over_then = c > budget, b is not None and b > budget
-        effect = "worse" if over_now and (not over_then or c > (b or 0)) else "better" if over_then and not over_now \
-            else ""
+        effect = (ResourceVerdict.WORSE if over_now and (not over_then or c > (b or 0))
+                  else ResourceVerdict.BETTER if over_then and not over_now else "")
         if base is not None or effect:
             out.append(Change(name, "shared_bytes", b, c, effect, "B"))
     (bv, bu, bl), (cv, cu, cl) = _occ(base), _occ(cur)
     if bv is not None and cv is not None and bu == cu and (bv, bl) != (cv, cl):
-        out.append(Change(name, "occupancy", bv, cv, "worse" if cv < bv else "better" if cv > bv else "", cu,
-                          (bl, cl)))
+        effect = ResourceVerdict.WORSE if cv < bv else ResourceVerdict.BETTER if cv > bv else ""
+        out.append(Change(name, "occupancy", bv, cv, effect, cu, (bl, cl)))
     return out
 
 
@@ -158,7 +183,7 @@ def _accepted(changes: list[Change], arch: str, label: str, shape: str, table: t
     """The reasons covering every worse change, or "" when one is not covered."""
     reasons: list[str] = []
     for ch in changes:
-        if ch.effect != "worse":
+        if ch.effect != ResourceVerdict.WORSE:
             continue
         value = ch.after
         if ch.field not in ("spills", "scratch_bytes", "shared_bytes", "occupancy") or not isinstance(value, int):
@@ -177,10 +202,11 @@ def case_diff(base: CaseResources | None, cur: CaseResources | None, arch: str,
     assert one is not None
     main = one.kernels[0].kernel if one.kernels else ""
     if base is None or cur is None:
-        verdict = "removed" if cur is None else "worse" if cur.status == "fail" else "added"
+        verdict = (ResourceVerdict.REMOVED if cur is None else ResourceVerdict.WORSE if cur.status == "fail"
+                   else ResourceVerdict.ADDED)
         changes: tuple[Change, ...] = ()
-        if verdict == "worse":
-            changes = tuple(Change(k.kernel, "problems", None, "; ".join(k.problems), "worse")
+        if verdict == ResourceVerdict.WORSE:
+            changes = tuple(Change(k.kernel, "problems", None, "; ".join(k.problems), ResourceVerdict.WORSE)
                             for k in cur.kernels if k.problems)  # type: ignore[union-attr]
         return CaseDiff(one.kernel, one.shape, one.dtype, verdict, changes, main_kernel=main)
     found: list[Change] = []
@@ -189,8 +215,9 @@ def case_diff(base: CaseResources | None, cur: CaseResources | None, arch: str,
     for name in dict.fromkeys([k.kernel for k in base.kernels] + [k.kernel for k in cur.kernels]):
         found += kernel_changes(b_kernels.get(name), c_kernels.get(name), arch)
     effects = {c.effect for c in found}
-    verdict = "worse" if "worse" in effects else "better" if "better" in effects else "same"
-    accepted = _accepted(found, arch, cur.kernel, cur.shape, table) if verdict == "worse" else ""
+    verdict = (ResourceVerdict.WORSE if ResourceVerdict.WORSE in effects else ResourceVerdict.BETTER
+               if ResourceVerdict.BETTER in effects else ResourceVerdict.SAME)
+    accepted = _accepted(found, arch, cur.kernel, cur.shape, table) if verdict == ResourceVerdict.WORSE else ""
     return CaseDiff(cur.kernel, cur.shape, cur.dtype, verdict, tuple(found), accepted, main)
 
 

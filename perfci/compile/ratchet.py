@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES
+from perfci.compile.diff import ResourceVerdict
 from perfci.errors import PerfciError
 from perfci.escape import md_code, md_text
 from perfci.files import read_input_text
+from perfci.verdict import Verdict
 
 Key = tuple[str, str, str]
 MAX_ROWS = 40
@@ -93,7 +95,8 @@ def changes_by_case(data: Mapping[str, Any], arch: str | None = None) -> dict[Ke
         for c in d.get("cases") or ():
             if not c.get("summary"):
                 continue
-            verdict = "worse (accepted)" if c.get("verdict") == "worse" and c.get("accepted") else c.get("verdict", "")
+            worse = c.get("verdict") == ResourceVerdict.WORSE
+            verdict = "worse (accepted)" if worse and c.get("accepted") else c.get("verdict", "")
             out.setdefault((c["kernel"], c["shape"], c["dtype"]), []).append((d["arch"], verdict, c["summary"]))
     return out
 
@@ -106,7 +109,7 @@ def behind(data: Mapping[str, Any], cases: Iterable[tuple[Key, str]], arch: str 
     arches = {d.get("arch") for d in data.get("diffs") or ()}
     found = changes_by_case(data, arch if arch in arches else None)
     return [{"case": list(key), "verdict": verdict, "arch": a, "compile": cv, "changes": what}
-            for key, verdict in cases if verdict in ("regressed", "improved")
+            for key, verdict in cases if verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
             for a, cv, what in found.get(key, ())]
 
 
@@ -128,8 +131,8 @@ def markdown(data: Mapping[str, Any], behind_rows: Sequence[Mapping[str, Any]] =
         out += ["", "| arch | case | what changed | verdict |", "|---|---|---|---|"]
         for arch, c in rows[:MAX_ROWS]:
             verdict = c.get("verdict", "")
-            verdict = "worse (accepted)" if verdict == "worse" and c.get("accepted") else (
-                f"**{verdict}**" if verdict == "worse" else md_text(verdict))
+            verdict = "worse (accepted)" if verdict == ResourceVerdict.WORSE and c.get("accepted") else (
+                f"**{verdict}**" if verdict == ResourceVerdict.WORSE else md_text(verdict))
             out.append(f"| {md_text(arch)} | {md_code(' '.join((c['kernel'], c['shape'], c['dtype'])), table=True)} | "
                        f"{md_text(c.get('summary') or '-')} | {verdict} |")
         if len(rows) > MAX_ROWS:

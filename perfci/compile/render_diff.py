@@ -9,12 +9,13 @@ import json
 from typing import Any, Sequence
 
 from perfci.compile.arches import ARCHES
-from perfci.compile.diff import RULE, CaseDiff, Change, ResourceDiff
+from perfci.compile.diff import RULE, CaseDiff, Change, ResourceDiff, ResourceVerdict
 from perfci.escape import md_code, md_text, term_text
 
 _NAMES = {"vgprs": "VGPRs", "agprs": "AGPRs", "sgprs": "SGPRs", "registers": "registers", "spills": "spills",
           "scratch_bytes": "scratch", "occupancy": "occupancy", "error": "compile error"}
-_ORDER = {"worse": 0, "added": 1, "removed": 2, "better": 3, "same": 4}
+_ORDER = {v: i for i, v in enumerate((ResourceVerdict.WORSE, ResourceVerdict.ADDED, ResourceVerdict.REMOVED,
+                                      ResourceVerdict.BETTER, ResourceVerdict.SAME))}
 
 
 def _kib_number(value: int) -> str:
@@ -53,12 +54,13 @@ def change_text(ch: Change, arch: str, main_kernel: str = "") -> str:
 
 def _changes(case: CaseDiff, arch: str) -> str:
     # What decides the verdict first, then what is only reported.
-    ordered = sorted(case.changes, key=lambda c: (c.effect != "worse", c.effect != "better"))
+    ordered = sorted(case.changes,
+                     key=lambda c: (c.effect != ResourceVerdict.WORSE, c.effect != ResourceVerdict.BETTER))
     return ", ".join(change_text(c, arch, case.main_kernel) for c in ordered)
 
 
 def _verdict(case: CaseDiff) -> str:
-    return "worse (accepted)" if case.verdict == "worse" and case.accepted else case.verdict
+    return "worse (accepted)" if case.verdict == ResourceVerdict.WORSE and case.accepted else case.verdict
 
 
 def _rows(diffs: Sequence[ResourceDiff]) -> list[tuple[ResourceDiff, CaseDiff]]:
@@ -84,7 +86,7 @@ def compilers_text(d: ResourceDiff) -> str:
 def summary_line(d: ResourceDiff) -> str:
     n = d.counts()
     worse = f"{n['worse']} worse" + (f" ({n['accepted']} accepted)" if n["accepted"] else "")
-    reported = sum(1 for c in d.cases if c.verdict == "same" and c.changes)
+    reported = sum(1 for c in d.cases if c.verdict == ResourceVerdict.SAME and c.changes)
     return (f"{d.suite} on {d.arch}: {len(d.cases)} case(s): {worse}, {n['better']} better, {n['same']} same"
             f" ({reported} with a reported change), {n['added']} added, {n['removed']} removed; "
             f"compilers: {compilers_text(d)}")
@@ -112,7 +114,7 @@ def _accepted_lines(diffs: Sequence[ResourceDiff]) -> list[str]:
     """One line per reason: the cases it covers (the first few named), then the reason."""
     by_reason: dict[tuple[str, str], list[CaseDiff]] = {}
     for d, c in _rows(diffs):
-        if c.verdict == "worse" and c.accepted:
+        if c.verdict == ResourceVerdict.WORSE and c.accepted:
             by_reason.setdefault((d.arch, c.accepted), []).append(c)
     out = []
     for (arch, reason), cases in by_reason.items():

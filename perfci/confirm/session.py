@@ -35,7 +35,7 @@ RUNS_PER_ROUND = 4
 def round_orders(seed: str) -> Iterator[tuple[str, ...]]:
     """ABBA and BAAB, one of each in every pair of rounds, which one first drawn at random (seeded).
 
-    ABBA alone gives BASE run positions 1 and 4 of every round, always. On the 2-core CI machine,
+    ABBA alone gives BASE run positions 1 and 4 of every round, always. On a 2-vCPU CI runner,
     loaded by a job of its own rhythm, those positions ran +2.9% and +5.3% against -1.9% and -6.3%
     for 2 and 3: an A/A pair read -8.2% over 80 rounds, and a confirm session called an A/A change
     `improved` -13.9%. Balanced, each side gets each position equally often; drawn at random, no

@@ -15,9 +15,12 @@ import math
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Iterable, Sequence
 
+from perfci import stats
+from perfci.verdict import TESTED, Verdict
+
 FORMAT = "perfci-canary"
 SCHEMA = 1
-JUDGED = ("regressed", "improved", "unchanged", "inconclusive")  # verdicts of a case measured on both sides
+JUDGED = TESTED  # verdicts of a case measured on both sides
 
 
 @dataclass(frozen=True)
@@ -63,20 +66,20 @@ class CanaryNight:
     @property
     def false_alarm(self) -> bool:
         """compare did not call the unchanged twin unchanged (it would have gone to confirm, or red)."""
-        return self.twin_judged and self.twin_verdict != "unchanged"
+        return self.twin_judged and self.twin_verdict != Verdict.UNCHANGED
 
     @property
     def compare_found(self) -> bool:
-        return self.plant_verdict == "regressed"
+        return self.plant_verdict == Verdict.REGRESSED
 
     @property
     def compare_flagged(self) -> bool:
         """The weaker reading: compare sent the planted build on to confirm (regressed or inconclusive)."""
-        return self.plant_verdict in ("regressed", "inconclusive")
+        return self.plant_verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
 
     @property
     def confirm_found(self) -> bool:
-        return self.confirm_verdict == "regressed"
+        return self.confirm_verdict == Verdict.REGRESSED
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "schema": SCHEMA, **{k: _finite(v) for k, v in asdict(self).items()}}
@@ -111,7 +114,7 @@ def from_dict(data: object, where: str = "canary record") -> CanaryNight:
 
 @dataclass(frozen=True)
 class Rate:
-    """``hits`` of ``n`` nights, with a Wilson interval (95% by default)."""
+    """``hits`` of ``n`` nights, with a Wilson interval (:func:`perfci.stats.wilson`, 95% by default)."""
 
     name: str
     hits: int
@@ -130,20 +133,10 @@ class Rate:
                 f"[{100 * (self.low or 0):.0f}%, {100 * (self.high or 0):.0f}%]")
 
 
-def wilson(hits: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
-    """Wilson score interval of hits/n (scipy's), sound at 0 and n hits and at a few nights."""
-    if n <= 0:
-        return None, None
-    from scipy.stats import binomtest
-
-    ci = binomtest(hits, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def _rate(name: str, flags: Iterable[bool], confidence: float) -> Rate:
     values = list(flags)
     hits = sum(values)
-    return Rate(name, hits, len(values), *wilson(hits, len(values), confidence))
+    return Rate(name, hits, len(values), *stats.wilson(hits, len(values), confidence))
 
 
 @dataclass(frozen=True)
@@ -178,7 +171,7 @@ def rates(nights: Sequence[CanaryNight], confidence: float = 0.95) -> Rates:
     return Rates(
         nights=len(nights),
         false_alarm=_rate("false alarms", (c.false_alarm for c in twin), confidence),
-        wrong_red=_rate("twin regressed", (c.twin_verdict == "regressed" for c in twin), confidence),
+        wrong_red=_rate("twin regressed", (c.twin_verdict == Verdict.REGRESSED for c in twin), confidence),
         compare_power=_rate("found", (c.compare_found for c in plant), confidence),
         compare_flagged=_rate("flagged", (c.compare_flagged for c in plant), confidence),
         confirm_power=_rate("found", (c.confirm_found for c in paired), confidence),

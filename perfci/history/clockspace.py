@@ -47,8 +47,8 @@ import numpy as np
 
 from perfci import stats
 from perfci.history.model import CaseSeries, Point, power_limited
-from perfci.history.nights import (CYCLES, LEVEL_IN_CYCLES, TIME, JudgedNight, huber_coefficients,
-                                   judged_night, night_clock, repeat_clocks_narrow, successive_spread)
+from perfci.history.nights import (CYCLES, LEVEL_IN_CYCLES, TIME, JudgedNight, judged_night, night_clock,
+                                   repeat_clocks_narrow, successive_spread)
 
 RULES = ("auto", "time")  # auto: cycles where the clock explains the spread; time: every case in time
 MIN_CLOCKED = 3  # nights with clocks a case needs before it can be judged in cycles
@@ -111,7 +111,7 @@ def fitted_exponent(log_levels: Sequence[float], log_clocks: Sequence[float | No
     if x.size < MIN_FIT_PAIRS or float(np.ptp(x)) <= 0:
         return None
     design = np.column_stack([np.ones_like(x), x])
-    beta = huber_coefficients(design, np.asarray(dy))
+    beta = stats.huber_coefficients(design, np.asarray(dy))
     slope = -float(beta[1])
     # Only an exponent the nights show: one within FIT_SE standard errors of 0 is noise fitted
     # (on a memory-bound case, 0.02 "explained" a fifth of the spread of 30 nights by chance).

@@ -144,7 +144,7 @@ def successive_spread(levels: Sequence[float]) -> float:
     d = np.diff(np.asarray(levels, dtype=float))
     if d.size < 2:
         return 0.0
-    return 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+    return stats.mad_spread(d) / math.sqrt(2.0)
 
 
 def level_var(log_repeats: Sequence[float], how: str = "fast") -> float:
@@ -179,39 +179,4 @@ def mode_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequence[
         return np.asarray([cm.at(e) if cm.method != "none" else 0.0 for e in exps])
     if d.size < min_cases:
         return np.zeros(d.size)
-    e = np.asarray(exps, dtype=float)
-    inv = np.exp(-np.asarray(log_us, dtype=float))
-    cols = [np.ones(d.size)]
-    if np.sum(e >= 0.9) >= 4 and np.sum(e <= 0.1) >= 4:
-        cols.append(e)
-    if np.sum(inv >= 1.0 / SHORT_US) >= min_cases and inv.max() >= 3.0 * inv.min():
-        cols.append(inv / inv.max())
-    return huber_fit(np.column_stack(cols), d)
-
-
-def huber_fit(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) -> np.ndarray:
-    """Fitted values of a Huber regression of Y on the columns of X (IRLS from the median of Y).
-
-    The first column must be the intercept. A few cases that really moved get
-    weight ~c*sd/|residual|, so they cannot pull the fit far.
-    """
-    return x @ huber_coefficients(x, y, c, rounds)
-
-
-def huber_coefficients(x: np.ndarray, y: np.ndarray, c: float = 1.345, rounds: int = 50) -> np.ndarray:
-    """The coefficients behind :func:`huber_fit`."""
-    beta = np.zeros(x.shape[1])
-    beta[0] = float(np.median(y))
-    for _ in range(rounds):
-        r = y - x @ beta
-        sd = 1.4826 * float(np.median(np.abs(r - np.median(r))))
-        if sd <= 1e-12:
-            break
-        w = np.minimum(1.0, c * sd / np.maximum(np.abs(r), 1e-300))
-        sw = np.sqrt(w)
-        new = np.linalg.lstsq(x * sw[:, None], y * sw, rcond=None)[0]
-        done = float(np.max(np.abs(new - beta))) < 1e-10
-        beta = new
-        if done:
-            break
-    return beta
+    return stats.huber_fit(stats.shift_design(exps, log_us, min_cases, SHORT_US), d)

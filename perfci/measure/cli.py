@@ -54,7 +54,7 @@ def add_parser(subparsers) -> None:
                    help="cuda means the first visible GPU (NVIDIA or ROCm); auto picks it when present "
                         "(default: auto)")
     p.add_argument("--filter", metavar="EXPR", help="keep matching cases: 'M<=16', 'kernel~splitk*,dtype=bf16', "
-                   "'group=seed002-qkv', or a glob over 'kernel shape dtype group'")
+                   "'group=decode-qkv', or a glob over 'kernel shape dtype group'")
     p.add_argument("--shard", metavar="I/N",
                    help="run shard I of N (1-based) of the selected cases: sorted by FLOPs and dealt "
                         "1..N, N..1, ... so shards get similar work; each row records its shard, "

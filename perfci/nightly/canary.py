@@ -35,10 +35,13 @@ from perfci.errors import PerfciError
 from perfci.history.canary import CanaryNight, rates, tonight_line
 from perfci.nightly import core
 from perfci.nightly.state import Night
+from perfci.verdict import Verdict
 
 SUITE = "perfci-canary"  # the canary's runs in the store, apart from every suite's
 KERNEL = "perfci_canary"
 GPU_PCT = 3.0  # the default plant on a GPU night
+# A detector that called the planted build any of these did not find it.
+NOT_FOUND = (Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -303,10 +306,10 @@ def warnings_for(c: CanaryNight) -> list[str]:
     if c.false_alarm:
         out.append(f"canary: compare called the unchanged twin {c.twin_verdict} "
                    f"({_pct(c.twin_ratio)}): a false alarm of compare tonight")
-    if c.plant_verdict in ("improved", "unchanged", "inconclusive"):
+    if c.plant_verdict in NOT_FOUND:
         out.append(f"canary: compare did not find the planted build ({c.plant_verdict} {_pct(c.plant_ratio)}; "
                    f"{size}): a change of that size can pass compare unseen tonight")
-    if c.confirm_verdict in ("improved", "unchanged", "inconclusive"):
+    if c.confirm_verdict in NOT_FOUND:
         out.append(f"canary: confirm's paired check did not find the planted build ({c.confirm_verdict} "
                    f"{_pct(c.confirm_ratio)} after {c.confirm_rounds} rounds; {size})")
     return out

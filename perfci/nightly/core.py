@@ -1,8 +1,8 @@
-"""What a night means: plain data in, a frozen :class:`Decision` out. No files, no processes.
+"""What a night means: plain data in, a frozen :class:`NightVerdict` out. No files, no processes.
 
 The stages (:mod:`perfci.nightly.stages`) gather an :class:`Outcome`: each
 stage's status, tonight's case statuses, compare's verdicts, confirm's, the
-culprit. :func:`decide` turns it into the exit code and the verdict line, with
+culprit. :func:`judge_night` turns it into the exit code and the verdict line, with
 one vocabulary for every night:
 
 ====  ==================================================================
@@ -30,7 +30,7 @@ from typing import Sequence
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
 from perfci.history.canary import CanaryNight, Rates, rates_dict, tonight_line
-from perfci.verdict import FAILED_STATUSES, TESTED, Verdict
+from perfci.verdict import DECIDED, FAILED_STATUSES, TESTED, Verdict
 from perfci.verdict import missing as baseline_missing
 
 STAGES = ("tonight", "baseline", "gate", "canary", "confirm", "bisect", "history", "report")
@@ -145,7 +145,7 @@ class Gate:
 
 @dataclass(frozen=True)
 class Outcome:
-    """Everything a night found out; what :func:`decide` and the renderers read."""
+    """Everything a night found out; what :func:`judge_night` and the renderers read."""
 
     suite: str = ""
     device: str = ""  # "NVIDIA H200 (sm_90)"
@@ -178,7 +178,9 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Decision:
+class NightVerdict:
+    """What a night comes to: its exit code, whether a regression was confirmed, the verdict line."""
+
     exit_code: int
     confirmed_regression: bool
     headline: str
@@ -245,7 +247,7 @@ def good_sha_problem(good: str, tonight: str, good_known: bool, tonight_known: b
 
 def worst(confirmed: Sequence[Confirmed]) -> Confirmed | None:
     """The confirmed regression to bisect: the largest slowdown."""
-    slow = [c for c in confirmed if c.verdict == "regressed"]
+    slow = [c for c in confirmed if c.verdict == Verdict.REGRESSED]
     if not slow:
         return None
     return max(slow, key=lambda c: (c.ratio or 0.0, c.key))
@@ -263,7 +265,7 @@ def _pct(ratio: float | None) -> str:
 # --------------------------------------------------------------------------- the decision
 
 
-def decide(o: Outcome) -> Decision:
+def judge_night(o: Outcome) -> NightVerdict:
     """The exit code, whether a regression was confirmed, the verdict line and the warnings.
 
     Only the stages that judge decide: a failed canary or report stage, and whatever
@@ -271,9 +273,9 @@ def decide(o: Outcome) -> Decision:
     """
     informing = [s for s in o.stages if s.status == FAILED and s.name in INFORMING_STAGES
                  and s.error != INTERRUPTED]
-    decision = _decide(o, [s for s in o.stages if s.status == FAILED and s not in informing])
+    verdict = _judge_night(o, [s for s in o.stages if s.status == FAILED and s not in informing])
     extra = tuple(_informing_failure(s) for s in informing) + tuple(o.warnings)
-    return replace(decision, warnings=decision.warnings + extra) if extra else decision
+    return replace(verdict, warnings=verdict.warnings + extra) if extra else verdict
 
 
 def _informing_failure(s: Stage) -> str:
@@ -281,37 +283,38 @@ def _informing_failure(s: Stage) -> str:
     return f"stage {s.name} failed ({s.error}): {s.detail}; {what}, the night's verdict stands"
 
 
-def _decide(o: Outcome, failed: list[Stage]) -> Decision:
+def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
     for kind, code, words in ((INTERRUPTED, EXIT_INTERRUPTED, "was interrupted"),
                               (INTERNAL, EXIT_INTERNAL, "crashed")):
         hit = next((s for s in failed if s.error == kind), None)
         if hit is not None:
-            return Decision(code, False, f"stage {hit.name} {words}: {hit.detail}", _later_failures(failed, hit))
+            return NightVerdict(code, False, f"stage {hit.name} {words}: {hit.detail}", _later_failures(failed, hit))
     empty = next((s for s in failed if s.error == NOTHING_MEASURED), None)
     if empty is not None:
-        return Decision(EXIT_REGRESSION, False, f"nothing measured: {empty.detail}", _later_failures(failed, empty))
+        return NightVerdict(EXIT_REGRESSION, False, f"nothing measured: {empty.detail}",
+                            _later_failures(failed, empty))
     early = next((s for s in failed if s.name in INPUT_STAGES), None)
     if early is not None:
-        return Decision(EXIT_USAGE, False, f"bad input in stage {early.name}: {early.detail}")
+        return NightVerdict(EXIT_USAGE, False, f"bad input in stage {early.name}: {early.detail}")
 
     g = gate(o.tonight, o.cases, o.allow_missing, o.incomplete)
     warnings: list[str] = []
     cases = o.cases or ()
-    compare_regressed = [c for c in cases if c.verdict == "regressed"]
-    suite_regressed = o.compare_suite == "regressed"
+    compare_regressed = [c for c in cases if c.verdict == Verdict.REGRESSED]
+    suite_regressed = o.compare_suite == Verdict.REGRESSED
     red: list[str] = []
     confirmed_regression = False
     if o.confirmed is not None:
-        slow = [c for c in o.confirmed if c.verdict == "regressed"]
-        undecided = [c.key for c in o.confirmed if c.verdict == "inconclusive"]
-        confirmed_regression = bool(slow) or o.confirm_suite == "regressed"
+        slow = [c for c in o.confirmed if c.verdict == Verdict.REGRESSED]
+        undecided = [c.key for c in o.confirmed if c.verdict == Verdict.INCONCLUSIVE]
+        confirmed_regression = bool(slow) or o.confirm_suite == Verdict.REGRESSED
         if confirmed_regression:
             top = worst(o.confirmed)
             what = f"{' '.join(top.key)} {_pct(top.ratio)}" if top else "the suite as a whole"
             extra = f" and {len(slow) - 1} more" if len(slow) > 1 else ""
             culprit = f"; culprit {o.culprit.sha[:12]} {o.culprit.subject!r}" if o.culprit else ""
             red.append(f"regression confirmed: {what}{extra}{culprit}")
-        elif o.confirm_suite == "inconclusive":
+        elif o.confirm_suite == Verdict.INCONCLUSIVE:
             # Confirm judged the cases relative to a shift they share, and could not judge that
             # shift: their "unchanged" says nothing about tonight against the good night.
             shared = [c for c in compare_regressed if c.key in {k.key for k in o.confirmed}]
@@ -320,7 +323,7 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
                 red.append(f"regression (compare; not confirmed: confirm could not decide the shift "
                            f"the flagged cases share): {what}")
         else:
-            cleared = [c.key for c in o.confirmed if c.verdict in ("unchanged", "improved")]
+            cleared = [c.key for c in o.confirmed if c.verdict in (Verdict.UNCHANGED, Verdict.IMPROVED)]
             if cleared:
                 warnings.append(f"compare flagged {_cases(cleared, 3)}; confirm measured "
                                 f"{'it' if len(cleared) == 1 else 'them'} against {o.good_sha[:12]} and "
@@ -328,17 +331,17 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
         # A flagged case confirm gave no verdict on (it did not measure ok there) keeps compare's.
         answered = {c.key for c in o.confirmed}
         unanswered = [c for c in cases if c.key in o.flagged and c.key not in answered]
-        if any(c.verdict == "regressed" for c in unanswered):
-            names = _cases([c.key for c in unanswered if c.verdict == "regressed"], 3)
+        if any(c.verdict == Verdict.REGRESSED for c in unanswered):
+            names = _cases([c.key for c in unanswered if c.verdict == Verdict.REGRESSED], 3)
             red.append(f"regression (compare; confirm gave no verdict on it): {names}")
-        undecided += [c.key for c in unanswered if c.verdict == "inconclusive"]
+        undecided += [c.key for c in unanswered if c.verdict == Verdict.INCONCLUSIVE]
     else:
-        undecided = [c.key for c in cases if c.verdict == "inconclusive"]
+        undecided = [c.key for c in cases if c.verdict == Verdict.INCONCLUSIVE]
         if compare_regressed or suite_regressed:
             why = _skip_reason(o)
             what = _cases([c.key for c in compare_regressed], 3) if compare_regressed else "the suite as a whole"
             red.append(f"regression (compare; not confirmed: {why}): {what}")
-    if o.compare_suite == "inconclusive" and o.confirm_suite not in ("regressed", "improved", "unchanged"):
+    if o.compare_suite == Verdict.INCONCLUSIVE and o.confirm_suite not in DECIDED:
         undecided = [*undecided, ("suite-wide shift", "", "")]
     red.extend(g.reasons())
     if g.missing and g.allow_missing:
@@ -349,17 +352,17 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
     later = [s for s in failed if s.name not in INPUT_STAGES]
     if red:
         warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later)
-        return Decision(EXIT_REGRESSION, confirmed_regression, "; ".join(red), tuple(warnings), g)
+        return NightVerdict(EXIT_REGRESSION, confirmed_regression, "; ".join(red), tuple(warnings), g)
     if later:
         warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later[1:])
-        return Decision(EXIT_USAGE, False, f"bad input in stage {later[0].name}: {later[0].detail}",
+        return NightVerdict(EXIT_USAGE, False, f"bad input in stage {later[0].name}: {later[0].detail}",
                         tuple(warnings), g)
     # compare called these slower and confirm, measuring again, could neither show it nor clear
     # it: a green night here would be green by accident, so it ends undecided (3) without --strict.
     held = [k for k in undecided if k in {c.key for c in compare_regressed}]
     if held:
         names = _cases(held, 3)
-        return Decision(EXIT_INCONCLUSIVE, False,
+        return NightVerdict(EXIT_INCONCLUSIVE, False,
                         f"undecided: {names} regressed in compare, inconclusive in confirm: not green until "
                         f"measured again (a larger confirm --budget, or tomorrow's night)", tuple(warnings), g)
     if undecided:
@@ -367,9 +370,9 @@ def _decide(o: Outcome, failed: list[Stage]) -> Decision:
         more = f" and {len(undecided) - 1} more" if len(undecided) > 1 else ""
         line = f"undecided: {names}{more} inconclusive"
         if o.strict:
-            return Decision(EXIT_INCONCLUSIVE, False, f"{line} (--strict)", tuple(warnings), g)
+            return NightVerdict(EXIT_INCONCLUSIVE, False, f"{line} (--strict)", tuple(warnings), g)
         warnings.append(f"{line}; not a failure without --strict: look again tomorrow")
-    return Decision(EXIT_OK, False, _clean_line(o, cases), tuple(warnings), g)
+    return NightVerdict(EXIT_OK, False, _clean_line(o, cases), tuple(warnings), g)
 
 
 def _later_failures(failed: Sequence[Stage], first: Stage) -> tuple[str, ...]:
@@ -399,7 +402,7 @@ def _clean_line(o: Outcome, cases: Sequence[Judged]) -> str:
     return f"clean: {told or 'no case compared'}"
 
 
-def verdict_dict(o: Outcome, d: Decision) -> dict:
+def verdict_dict(o: Outcome, d: NightVerdict) -> dict:
     """verdict.json's content (render.py writes it)."""
     g = d.gate
     return {

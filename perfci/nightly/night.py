@@ -39,7 +39,7 @@ REPORTS = ("summary.md", "issue.md", "verdict.json")
 
 
 def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None = None,
-              compile_baseline: str | None = None) -> tuple[core.Outcome, core.Decision]:
+              compile_baseline: str | None = None) -> tuple[core.Outcome, core.NightVerdict]:
     """Every stage in order, then the reports in ``cfg.out``; returns what was decided.
 
     ``compile_baseline``: a directory of ``perfci compile`` resources files; the compile
@@ -57,7 +57,7 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
         _say(stage, echo)
     night.files.extend(REPORTS)
     outcome = night.outcome(done)
-    decision = core.decide(outcome)
+    decision = core.judge_night(outcome)
     sections: tuple[str, ...] = ()
     more: dict = {"bench_timeout_s": cfg.bench_timeout_s}  # the limit every bench run of the night had
     if compile_baseline:
@@ -69,8 +69,8 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
     return outcome, _write_reports(cfg, outcome, decision, sections, more, echo)
 
 
-def _write_reports(cfg: NightConfig, outcome: core.Outcome, decision: core.Decision, sections: tuple[str, ...],
-                   more: dict, echo: TextIO) -> core.Decision:
+def _write_reports(cfg: NightConfig, outcome: core.Outcome, decision: core.NightVerdict,
+                   sections: tuple[str, ...], more: dict, echo: TextIO) -> core.NightVerdict:
     """summary.md, issue.md and verdict.json, whatever rendering meets; returns the decision they carry.
 
     A report that cannot be rendered is written in brief (the exit code, the

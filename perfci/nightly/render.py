@@ -1,7 +1,7 @@
 """A night's reports as text: summary.md (the job summary), issue.md (the issue body), verdict.json.
 
 Pure: an :class:`~perfci.nightly.core.Outcome` and its
-:class:`~perfci.nightly.core.Decision` in, text out. Numbers are written for
+:class:`~perfci.nightly.core.NightVerdict` in, text out. Numbers are written for
 people: microseconds without scientific notation, changes in percent.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Sequence
 from perfci.escape import md_block, md_code, md_text
 from perfci.history.canary import tonight_line
 from perfci.nightly import core
+from perfci.verdict import Verdict
 
 ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
 MAX_ROWS = 60
@@ -65,13 +66,13 @@ def _stages(o: core.Outcome) -> list[str]:
 
 def _compare_table(o: core.Outcome) -> list[str]:
     cases = o.cases or ()
-    changed = [c for c in cases if c.verdict != "unchanged"]
+    changed = [c for c in cases if c.verdict != Verdict.UNCHANGED]
     quiet = len(cases) - len(changed)
     if not changed:
         return [f"Every case unchanged ({quiet})."] if cases else []
     out = ["| verdict | case | base µs | tonight µs | change | 95% CI | why |", "|---|---|---:|---:|---:|---|---|"]
     for c in changed[:MAX_ROWS]:
-        verdict = f"**{c.verdict}**" if c.verdict in ("regressed", "broken", "removed") else c.verdict
+        verdict = f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN, Verdict.REMOVED) else c.verdict
         out.append(f"| {verdict} | {_case(c.key)} | {us(c.base_us)} | {us(c.cur_us)} | {pct(c.ratio)} | "
                    f"{interval(c.ci_low, c.ci_high)} | {_cell(c.reason, 120)} |")
     if len(changed) > MAX_ROWS:
@@ -84,7 +85,7 @@ def _compare_table(o: core.Outcome) -> list[str]:
 def _confirm_table(o: core.Outcome) -> list[str]:
     out = ["| verdict | case | tonight vs good | 95% CI | rounds |", "|---|---|---:|---|---:|"]
     for c in o.confirmed or ():
-        verdict = f"**{c.verdict}**" if c.verdict == "regressed" else c.verdict
+        verdict = f"**{c.verdict}**" if c.verdict == Verdict.REGRESSED else c.verdict
         out.append(f"| {verdict} | {_case(c.key)} | {pct(c.ratio)} | {interval(c.ci_low, c.ci_high)} | "
                    f"{c.rounds} |")
     return out
@@ -137,7 +138,7 @@ def _canary(o: core.Outcome) -> list[str]:
     return out
 
 
-def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
+def summary_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()) -> str:
     out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {_cell(o.suite)} on {_cell(o.device)}: "
            f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
     out += _identity(o)
@@ -168,7 +169,7 @@ def _with(lines: list[str], sections: Sequence[str]) -> str:
     return "\n".join(lines) + "\n" + "".join("\n" + section for section in sections)
 
 
-def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
+def issue_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()) -> str:
     out = [f"## {_cell(title(o))}: {_cell(d.headline)}", ""]
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
@@ -216,14 +217,14 @@ def _finite(value):
     return value
 
 
-def verdict_json(o: core.Outcome, d: core.Decision, more: dict | None = None) -> str:
+def verdict_json(o: core.Outcome, d: core.NightVerdict, more: dict | None = None) -> str:
     data = core.verdict_dict(o, d)
     data["issue_title"] = title(o)
     data.update(more or {})
     return json.dumps(_finite(data), indent=2, allow_nan=False) + "\n"
 
 
-def brief(name: str, o: core.Outcome, d: core.Decision) -> str:
+def brief(name: str, o: core.Outcome, d: core.NightVerdict) -> str:
     """A report reduced to what the workflow acts on, for when the full one could not be rendered:
     the exit code, confirmed_regression, the verdict line and the warnings (strings and numbers only)."""
     warnings = [str(w) for w in d.warnings]

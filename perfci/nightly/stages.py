@@ -25,6 +25,7 @@ from perfci.files import atomic_write_text, read_input_text
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
+from perfci.verdict import FLAGGED_SUITE_WIDE, Verdict, no_common_case
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
 CONFIRM_CSV = "perfci-nightly-confirm.csv"  # --bench: a confirm run's results, relative to each worktree
@@ -82,7 +83,7 @@ def baseline(n: Night) -> tuple[str, str]:
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
     newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
     result = _explained(n, result, newest)
-    if all(c.verdict in ("added", "removed") for c in result.cases):
+    if no_common_case(result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
     n.comparison = result
@@ -158,7 +159,7 @@ def _write_compare(n: Night, result) -> None:
         n.files.append("compare.json")
     except Exception as err:  # noqa: BLE001 - the verdicts are in verdict.json whatever this meets
         n.warnings.append(f"compare.json not written: {_why(err)}")
-    if any(c.verdict != "unchanged" and c.ratio is not None for c in result.cases):
+    if any(c.verdict != Verdict.UNCHANGED and c.ratio is not None for c in result.cases):
         try:
             plot(result, str(n.cfg.out / "forest.png"))
             n.files.append("forest.png")
@@ -193,7 +194,7 @@ def confirm(n: Night) -> tuple[str, str]:
         return core.SKIPPED, problem
     data = to_dict(n.comparison)
     wanted = set(n.flagged)
-    data["cases"] = [dict(c, verdict=c["verdict"] if c["verdict"] != "unchanged" else "flagged-suite-wide")
+    data["cases"] = [dict(c, verdict=c["verdict"] if c["verdict"] != Verdict.UNCHANGED else FLAGGED_SUITE_WIDE)
                      for c in data["cases"] if (c["kernel"], c["shape"], c["dtype"]) in wanted]
     flagged_path = n.cfg.out / "flagged.json"
     atomic_write_text(flagged_path, json.dumps(data, indent=2) + "\n")
@@ -291,7 +292,7 @@ def _rebuild_checkout(n: Night) -> None:
 
 def bisect(n: Night) -> tuple[str, str]:
     confirmed = n.confirmed or ()
-    regressed = any(c.verdict == "regressed" for c in confirmed) or n.confirm_suite == "regressed"
+    regressed = any(c.verdict == Verdict.REGRESSED for c in confirmed) or n.confirm_suite == Verdict.REGRESSED
     if not regressed:
         return core.SKIPPED, "no confirmed regression"
     if not n.cfg.bisect:
@@ -301,7 +302,7 @@ def bisect(n: Night) -> tuple[str, str]:
         return core.SKIPPED, "no case to bisect"
     kernel, shape, dtype = target.key
     case_json = json.dumps({"cases": [{"kernel": kernel, "shape": shape, "dtype": dtype,
-                                       "verdict": "regressed"}]}) + "\n"
+                                       "verdict": Verdict.REGRESSED}]}) + "\n"
     atomic_write_text(n.cfg.out / "bisect-case.json", case_json)
     case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
     budget = _budget(n, "bisect", 0.0)

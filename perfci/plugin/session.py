@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from perfci.errors import PerfciError
 from perfci.model import CaseResult, Environment
 from perfci.plugin.cases import BenchmarkCase, extra_info_message, override_throughput
+from perfci.verdict import no_common_case
 
 SUITE = "pytest"  # the suite column of the plugin's rows
 # Exit status of a pytest session whose benchmarks regressed against --perfci-compare
@@ -22,7 +23,9 @@ EXIT_PERF_REGRESSION = 6
 
 
 @dataclass
-class Verdict:
+class SessionComparison:
+    """The session's benchmarks against ``--perfci-compare``: whether one regressed, and the text to show."""
+
     regressed: bool
     text: str  # compare's table, and a line for cases the session did not measure
 
@@ -76,7 +79,7 @@ def check_baseline(path: str) -> None:
     read_any(path)
 
 
-def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> Verdict:
+def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> SessionComparison:
     """``perfci compare BASE CUR`` over this session's rows (CUR: ``out_path`` or a temporary file).
 
     Cases of BASE that the session did not measure are listed, not failed: a
@@ -96,7 +99,7 @@ def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> V
         base, cur = read_any(base_path), read_any(cur_path)
         check_same_device(base, cur)
         result = with_identity(compare(base, cur), base, cur)
-    if all(c.verdict in ("added", "removed") for c in result.cases):
+    if no_common_case(result.cases):
         raise PerfciError(f"--perfci-compare {base_path}: no case in common with this session (key: kernel, "
                           f"shape, dtype); nothing was compared")
     text = RENDERERS["table"](result)
@@ -104,4 +107,4 @@ def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> V
     if missing:
         shown = ", ".join(" ".join(k) for k in missing[:3]) + (" ..." if len(missing) > 3 else "")
         text += f"\n{len(missing)} case(s) of the baseline were not measured in this session: {shown}\n"
-    return Verdict(regressed=bool(result.regressed), text=text)
+    return SessionComparison(regressed=bool(result.regressed), text=text)

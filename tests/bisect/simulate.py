@@ -177,9 +177,9 @@ def bisect(n_commits: int, culprit: int, step: float, rng: random.Random, *, mac
                                                                       "no-difference")
         candidates = tuple(range(1, n_commits + 1)) if status == "undecided" else ()
         return Trial(status, None, culprit, measurer.bench_runs, endpoint_runs, candidates, seconds)
-    from perfci.bisect.core import Verdict, conclude
+    from perfci.bisect.core import CommitVerdict, conclude
 
-    skipped = tuple(r.sha for r in out.steps if r.verdict == Verdict.SKIP)
+    skipped = tuple(r.sha for r in out.steps if r.verdict == CommitVerdict.SKIP)
     c = conclude(out.state, out.culprit_check.check if out.culprit_check else None, skipped, out.leans, out.stopped)
     found = number[c.culprit] if c.culprit else None
     return Trial(c.status, found, culprit, measurer.bench_runs, endpoint_runs,

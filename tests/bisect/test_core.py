@@ -7,12 +7,12 @@ import pytest
 
 from perfci.bisect.core import (
     BisectResult,
+    CommitVerdict,
     Interval,
     PairCheck,
     Samples,
     SearchState,
     StepRecord,
-    Verdict,
     best_guess,
     choose_next,
     conclude,
@@ -25,7 +25,7 @@ COMMITS = tuple(f"c{i:02d}" for i in range(1, 11))  # c10 is BAD
 
 
 def _state(**verdicts) -> SearchState:
-    return SearchState(COMMITS, {"c10": Verdict.BAD, **{k: Verdict(v) for k, v in verdicts.items()}})
+    return SearchState(COMMITS, {"c10": CommitVerdict.BAD, **{k: CommitVerdict(v) for k, v in verdicts.items()}})
 
 
 CONFIRMED = PairCheck("real", "step +8.0% [+5.1%, +11.0%]", Interval(8.0, 5.1, 11.0, 0.99), 12)
@@ -35,7 +35,7 @@ def test_bounds_candidates_and_adjacency():
     s = _state(c03="good", c07="bad")
     assert s.bounds == (2, 6) and s.candidates == COMMITS[3:7] and not s.adjacent
     assert s.open_commits == COMMITS[3:6]
-    s = s.with_verdict("c04", Verdict.UNSURE).with_verdict("c05", Verdict.SKIP)
+    s = s.with_verdict("c04", CommitVerdict.UNSURE).with_verdict("c05", CommitVerdict.SKIP)
     assert s.open_commits == ("c06",)  # unsure and skipped commits are never probed again
     assert _state(c06="good", c07="bad").adjacent
 
@@ -95,7 +95,7 @@ def test_conclude_names_the_range_when_commits_stay_unsure_or_cannot_run():
 
 
 def test_exit_codes_by_status():
-    record = StepRecord("a" * 40, 0, "", Samples(), Verdict.GOOD)
+    record = StepRecord("a" * 40, 0, "", Samples(), CommitVerdict.GOOD)
     for status, code in (("culprit", EXIT_OK), ("undecided", EXIT_INCONCLUSIVE), ("no-difference", EXIT_INCONCLUSIVE),
                          ("swapped", EXIT_INCONCLUSIVE), ("all-skipped", EXIT_USAGE)):
         assert BisectResult(status, "", record, record).exit_code == code

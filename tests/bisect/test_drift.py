@@ -11,7 +11,7 @@ import statistics
 from collections import Counter
 
 from perfci.bisect import rules
-from perfci.bisect.core import Verdict, conclude
+from perfci.bisect.core import CommitVerdict, conclude
 from perfci.bisect.search import Measurer, ProbeOutcome
 from perfci.stats import mann_whitney
 from tests.bisect import simulate
@@ -114,7 +114,7 @@ class _WrongOnce(Measurer):
             return out
         from dataclasses import replace
 
-        return ProbeOutcome(Verdict.BAD, replace(out.record, verdict=Verdict.BAD))
+        return ProbeOutcome(CommitVerdict.BAD, replace(out.record, verdict=CommitVerdict.BAD))
 
 
 def test_a_wrong_but_adjacent_culprit_is_caught_by_its_own_step_and_ends_in_exit_3(monkeypatch):
@@ -164,7 +164,7 @@ class _UnsureAt(Measurer):
             return out
         from dataclasses import replace
 
-        return ProbeOutcome(Verdict.UNSURE, replace(out.record, verdict=Verdict.UNSURE), 0.8)
+        return ProbeOutcome(CommitVerdict.UNSURE, replace(out.record, verdict=CommitVerdict.UNSURE), 0.8)
 
 
 def test_a_probe_that_stays_unsure_stops_the_search_with_a_range_and_advice():

@@ -8,11 +8,11 @@ import pytest
 
 from perfci.bisect.core import (
     BisectResult,
+    CommitVerdict,
     Interval,
     PairCheck,
     Samples,
     StepRecord,
-    Verdict,
 )
 from perfci.bisect.report import (
     RENDERERS,
@@ -25,13 +25,13 @@ from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 
 GOOD_SHA, FIRST_SHA, CULPRIT_SHA, THIRD_SHA, BAD_SHA = (c * 40 for c in "abcde")
 
-GOOD = StepRecord(GOOD_SHA, 0, "GOOD: initial kernels", Samples((10.0, 10.1, 9.9, 10.05, 9.95)), Verdict.GOOD)
-BAD = StepRecord(BAD_SHA, 4, "refactor step 4", Samples((10.5, 10.6, 10.4, 10.55, 10.45)), Verdict.BAD)
+GOOD = StepRecord(GOOD_SHA, 0, "GOOD: initial kernels", Samples((10.0, 10.1, 9.9, 10.05, 9.95)), CommitVerdict.GOOD)
+BAD = StepRecord(BAD_SHA, 4, "refactor step 4", Samples((10.5, 10.6, 10.4, 10.55, 10.45)), CommitVerdict.BAD)
 CULPRIT_STEP = StepRecord(CULPRIT_SHA, 2, "shrink BLOCK_K | tile 64", Samples((10.52, 10.48, 10.5, 10.51)),
-                          Verdict.BAD, position=0.98, interval=Interval(2.4, 1.9, 2.9), rounds=2, against=(0, 4),
+                          CommitVerdict.BAD, position=0.98, interval=Interval(2.4, 1.9, 2.9), rounds=2, against=(0, 4),
                           seconds=1.5, reason="2 rounds, likelihood ratio e^+7.0 for bad")
 GOOD_STEP = StepRecord(FIRST_SHA, 1, "refactor step 1", Samples((10.0, 10.02, 9.98, 10.01), failures=1),
-                       Verdict.GOOD, position=0.01, interval=Interval(-2.4, -2.9, -1.9), rounds=2, against=(0, 2),
+                       CommitVerdict.GOOD, position=0.01, interval=Interval(-2.4, -2.9, -1.9), rounds=2, against=(0, 2),
                        seconds=1.4, reason="2 rounds, likelihood ratio e^-7.0 for bad")
 BASELINE = PairCheck("real", "GOOD -> BAD +5.00% [+4.25%, +5.75%] (99.5% interval, 6 rounds)",
                      Interval(5.0, 4.25, 5.75, 0.995), rounds=6, seconds=3.0)
@@ -49,7 +49,7 @@ CULPRIT = BisectResult(
     bisect_log="git bisect start\n# first bad commit: [" + CULPRIT_SHA + "]", warnings=("a worktree was kept",),
 )
 
-UNSURE_STEP = replace(CULPRIT_STEP, verdict=Verdict.UNSURE, position=0.55, reason="40 rounds: undecided")
+UNSURE_STEP = replace(CULPRIT_STEP, verdict=CommitVerdict.UNSURE, position=0.55, reason="40 rounds: undecided")
 UNDECIDED = BisectResult(
     status="undecided", message=f"the slowdown is in {FIRST_SHA[:12]}..{BAD_SHA[:12]} (4 commits): a probe stayed "
                                 f"unsure within its budget", good=GOOD, bad=BAD, steps=(UNSURE_STEP,), commits_total=4,
@@ -61,7 +61,7 @@ UNDECIDED = BisectResult(
            "commit",),
 )
 
-SKIPPED_STEP = StepRecord(CULPRIT_SHA, 2, "broken bench", Samples((), failures=2), Verdict.SKIP, rounds=1,
+SKIPPED_STEP = StepRecord(CULPRIT_SHA, 2, "broken bench", Samples((), failures=2), CommitVerdict.SKIP, rounds=1,
                           reason="bench exited 1: this commit's bench is broken")
 ALL_SKIPPED = BisectResult(
     status="all-skipped", message="every commit between the last good and the first bad one was skipped; ...",

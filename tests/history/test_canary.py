@@ -10,7 +10,7 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.history import store
-from perfci.history.canary import CanaryNight, from_dict, rates, tonight_line, wilson
+from perfci.history.canary import CanaryNight, from_dict, rates, tonight_line
 from tests.history.synth import write_night
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,16 +44,6 @@ def test_rates_count_only_the_nights_each_detector_judged():
     for rate in (r.false_alarm, r.compare_power, r.confirm_power):
         assert rate.low < rate.rate < rate.high  # Wilson: never a zero-width interval at a few nights
     assert "confirm found 4/5 = 80% [" in "\n".join(r.lines())
-
-
-def test_wilson_is_sound_at_the_edges():
-    low, high = wilson(0, 3)
-    assert low == 0.0 and 0.5 < high < 0.6  # 0 of 3 does not mean never
-    low, high = wilson(3, 3)
-    assert 0.4 < low < 0.5 and high == 1.0
-    assert wilson(0, 0) == (None, None)
-    low, high = wilson(30, 100)
-    assert low < 0.3 < high and high - low < 0.2
 
 
 def test_a_record_round_trips_and_a_foreign_or_newer_one_is_one_line():

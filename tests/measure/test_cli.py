@@ -194,6 +194,14 @@ def test_an_error_while_preparing_a_case_is_an_error_never_a_skip(tmp_path):
     assert result["status"] == "error" and "Overflow" in result["message"]
 
 
+def test_a_former_group_name_in_filter_lists_the_renamed_group_with_a_warning_line():
+    proc = perfci("run", "decode", "--filter", "group=seed002-qkv", "--list")
+    assert proc.returncode == 0
+    assert {line.split("\t")[3] for line in proc.stdout.splitlines()} == {"decode-qkv"}
+    assert len(proc.stdout.splitlines()) == 8
+    assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("perfci: warning: --filter ")
+
+
 def test_a_seed_out_of_range_is_one_line(tmp_path, tiny_suite):
     proc = perfci("run", str(tiny_suite), "--device", "cpu", "--out", str(tmp_path / "r.csv"), "--seed", str(2**70))
     assert proc.returncode == 2 and "--seed" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -6,7 +6,7 @@ import pytest
 from perfci.errors import PerfciError
 from perfci.model import CaseSpec
 from perfci.suites import (BUILTIN_SUITES, load_suite, make_filter, parse_shard, parse_suite,
-                           project_root, select_cases)
+                           project_root, renamed_groups, select_cases)
 
 ROOT = project_root()
 accept_all = lambda spec: None  # noqa: E731
@@ -19,10 +19,10 @@ def test_builtin_suites_load_against_the_real_backends(name):
     assert len({c.key for c in suite.cases}) == len(suite.cases)
 
 
-def test_decode_suite_has_seed002_rows_with_both_grid_orders():
+def test_decode_suite_has_its_split_k_rows_with_both_grid_orders():
     suite = load_suite("decode", ROOT)
-    for group, (n, k) in {"seed002-qkv": (1024, 6144), "seed002-o": (6144, 768),
-                          "seed002-router": (192, 6144), "seed002-shared-down": (6144, 224)}.items():
+    for group, (n, k) in {"decode-qkv": (1024, 6144), "decode-o": (6144, 768),
+                          "decode-router": (192, 6144), "decode-shared-down": (6144, 224)}.items():
         rows = [c for c in suite.cases if c.group == group]
         assert {(c.m, c.variant["m_fast"]) for c in rows} == {(m, f) for m in (1, 4, 16, 64) for f in (0, 1)}
         assert all((c.n, c.k) == (n, k) and c.dtype == "bf16" for c in rows)
@@ -128,6 +128,38 @@ CASES = [CaseSpec("splitk_decode", m, 1024, 6144, "bf16", {"m_fast": f}, group="
 ])
 def test_filters(expr, expected):
     assert len(select_cases(CASES, expr)) == expected
+
+
+FORMER = "seed002"  # the decode suite's groups' former prefix (prefill's one group was "seed000")
+
+
+@pytest.mark.parametrize("expr, renamed, expected", [
+    (f"group={FORMER}-qkv", "group=decode-qkv", 8),
+    (f"group={FORMER}-shared-down,M=64", "group=decode-shared-down,M=64", 2),
+    (f"group~{FORMER}*", "group~decode-*", 52),  # every split-K, vendor and GEMV row, no Llama row
+    (FORMER, "decode-", 52),  # a bare glob over "kernel shape dtype group"
+])
+def test_a_former_group_name_selects_the_renamed_group_with_one_warning(expr, renamed, expected, capsys):
+    decode = load_suite("decode", ROOT).cases
+    assert renamed_groups(expr) == renamed
+    assert select_cases(decode, expr) == select_cases(decode, renamed)
+    assert len(select_cases(decode, renamed)) == expected
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1  # one line for the whole selection, not one per case
+    assert lines[0].startswith(f"perfci: warning: --filter '{expr}' names a group by its former name, "
+                               f"read as '{renamed}'")
+
+
+def test_the_former_prefill_group_and_the_names_now_and_a_suites_own_group_of_a_former_name(capsys):
+    prefill = load_suite("prefill", ROOT).cases
+    assert [c.shape for c in select_cases(prefill, "group=seed000")] == ["5120x5120x8320"] * 3
+    assert "group=prefill-square" in capsys.readouterr().err
+    assert len(select_cases(load_suite("decode", ROOT).cases, "group=decode-qkv")) == 8
+    own = [CaseSpec("splitk_decode", 16, 1024, 6144, "bf16", group=f"{FORMER}-qkv"),
+           CaseSpec("splitk_decode", 16, 1024, 6144, "fp16", group="qkv")]
+    assert select_cases(own, f"group={FORMER}-qkv") == own[:1]  # a project's own group keeps its name
+    assert renamed_groups("group=decode-qkv,M<=16") == ""
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("expr", ["M~1", "M<=four", "kernel<x", " , "])

@@ -38,7 +38,7 @@ def conf(*verdicts_keys, ratio=2.0) -> tuple[Confirmed, ...]:
 
 
 def test_a_quiet_night_is_clean():
-    d = core.decide(night())
+    d = core.judge_night(night())
     assert (d.exit_code, d.confirmed_regression) == (0, False)
     assert d.headline == "clean: 2 unchanged"
 
@@ -46,13 +46,13 @@ def test_a_quiet_night_is_clean():
 def test_a_confirmed_regression_is_red_and_names_the_culprit():
     o = night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("regressed", A)),
               culprit=Culprit("c" * 40, "gemv: walk K again"))
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (1, True)
     assert "regression confirmed: gemv 1x8x16 fp32 +100.0%" in d.headline and "gemv: walk K again" in d.headline
 
 
 def test_compare_noise_that_confirm_clears_is_clean_and_said():
-    d = core.decide(night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("unchanged", A), ratio=1.0)))
+    d = core.judge_night(night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("unchanged", A), ratio=1.0)))
     assert (d.exit_code, d.confirmed_regression) == (0, False)
     assert any("compare's flag was noise" in w for w in d.warnings)
 
@@ -63,11 +63,11 @@ def test_cases_cleared_only_relative_to_an_undecided_shared_shift_stay_red():
     # "unchanged" cannot clear compare's flags.
     o = night(cases=(("regressed", A), ("regressed", B)), flagged=(A, B),
               confirmed=conf(("unchanged", A), ("unchanged", B), ratio=1.0), confirm_suite="inconclusive")
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (1, False)
     assert "confirm could not decide the shift the flagged cases share" in d.headline
     assert not any("compare's flag was noise" in w for w in d.warnings)
-    cleared = core.decide(replace(o, confirm_suite="unchanged"))
+    cleared = core.judge_night(replace(o, confirm_suite="unchanged"))
     assert cleared.exit_code == 0 and any("compare's flag was noise" in w for w in cleared.warnings)
 
 
@@ -75,21 +75,21 @@ def test_an_unconfirmed_regression_stays_red_but_not_confirmed():
     skipped = tuple(Stage(s.name, core.SKIPPED, "the baseline names no commit") if s.name == "confirm" else s
                     for s in stages())
     o = night(cases=(("regressed", A),), stages=skipped, confirmed=None)
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (1, False)
     assert "not confirmed: the baseline names no commit" in d.headline
 
 
 def test_a_flagged_regression_confirm_did_not_measure_keeps_compare_verdict():
     o = night(cases=(("regressed", A), ("regressed", B)), flagged=(A, B), confirmed=conf(("unchanged", A), ratio=1.0))
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (1, False)
     assert "confirm gave no verdict on it): gemv 1x16x16 fp32" in d.headline
 
 
 @pytest.mark.parametrize("strict, code", [(False, 0), (True, 3)])
 def test_undecided_is_3_only_under_strict(strict, code):
-    d = core.decide(night(cases=(("inconclusive", A),), confirmed=conf(("inconclusive", A)), strict=strict))
+    d = core.judge_night(night(cases=(("inconclusive", A),), confirmed=conf(("inconclusive", A)), strict=strict))
     assert d.exit_code == code
     if not strict:
         assert any("inconclusive" in w for w in d.warnings)
@@ -99,52 +99,52 @@ def test_undecided_is_3_only_under_strict(strict, code):
 def test_a_compare_regression_confirm_could_not_decide_is_never_green(strict):
     o = night(cases=(("regressed", A), ("inconclusive", B)), flagged=(A, B),
               confirmed=conf(("inconclusive", A), ("inconclusive", B), ratio=1.02), strict=strict)
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (3, False)
     assert d.headline.startswith("undecided: gemv 1x8x16 fp32 regressed in compare, inconclusive in confirm")
     # compare's own flag unanswered by confirm (no ok run) is still red, not merely undecided
-    unanswered = core.decide(replace(o, confirmed=conf(("inconclusive", B), ratio=1.02)))
+    unanswered = core.judge_night(replace(o, confirmed=conf(("inconclusive", B), ratio=1.02)))
     assert unanswered.exit_code == 1
 
 
 def test_broken_missing_and_nothing_measured_are_red():
-    broken = core.decide(night(tonight=(("ok", A), ("fail", B)), cases=(("unchanged", A), ("broken", B))))
+    broken = core.judge_night(night(tonight=(("ok", A), ("fail", B)), cases=(("unchanged", A), ("broken", B))))
     assert broken.exit_code == 1 and "1 case(s) broken" in broken.headline
     missing = night(tonight=(("ok", A),), cases=(("unchanged", A), ("removed", B)))
-    assert core.decide(missing).exit_code == 1
-    allowed = core.decide(replace(missing, allow_missing=True))
+    assert core.judge_night(missing).exit_code == 1
+    allowed = core.judge_night(replace(missing, allow_missing=True))
     assert allowed.exit_code == 0 and any("--allow-missing" in w for w in allowed.warnings)
-    nothing = core.decide(night(tonight=(("skip", A), ("skip", B)), cases=(("skipped", A), ("skipped", B))))
+    nothing = core.judge_night(night(tonight=(("skip", A), ("skip", B)), cases=(("skipped", A), ("skipped", B))))
     assert nothing.exit_code == 1 and "nothing measured" in nothing.headline
 
 
 def test_a_first_night_is_recorded_but_never_green_when_nothing_was_measured():
     first = night(cases=None, first_night=True, history_appended=True)
-    d = core.decide(first)
+    d = core.judge_night(first)
     assert d.exit_code == 0
     assert d.headline == "first night on AMD EPYC (cpu): recorded as the baseline; nothing judged"
-    assert core.decide(replace(first, tonight=((A, "error"), (B, "error")))).exit_code == 1
+    assert core.judge_night(replace(first, tonight=((A, "error"), (B, "error")))).exit_code == 1
     again = replace(first, history_appended=False, stages=tuple(
         Stage("history", core.SKIPPED, "tonight's run is already in st as runs/r1.csv") if s.name == "history" else s
         for s in stages()))
-    assert core.decide(again).headline == ("first night on AMD EPYC (cpu): tonight's run is already in st as "
+    assert core.judge_night(again).headline == ("first night on AMD EPYC (cpu): tonight's run is already in st as "
                                           "runs/r1.csv; nothing judged")
 
 
 def test_a_crash_is_4_even_on_a_red_night_and_never_1():
     o = night(cases=(("regressed", A),), stages=stages(confirm=(core.INTERNAL, "ChildCrash: exit 4")))
-    d = core.decide(o)
+    d = core.judge_night(o)
     assert (d.exit_code, d.confirmed_regression) == (4, False)
     assert d.headline == "stage confirm crashed: ChildCrash: exit 4"
 
 
 def test_bad_input_before_judging_is_2_and_a_later_refusal_does_not_hide_red():
-    assert core.decide(night(stages=stages(baseline=(core.INPUT, "another device")))).exit_code == 2
+    assert core.judge_night(night(stages=stages(baseline=(core.INPUT, "another device")))).exit_code == 2
     refused = stages(bisect=(core.INPUT, "GOOD is not an ancestor"))
-    red = core.decide(night(cases=(("regressed", A),), confirmed=conf(("regressed", A)), stages=refused))
+    red = core.judge_night(night(cases=(("regressed", A),), confirmed=conf(("regressed", A)), stages=refused))
     assert (red.exit_code, red.confirmed_regression) == (1, True)
     assert any("bisect failed" in w for w in red.warnings)
-    quiet = core.decide(night(stages=stages(history=(core.INPUT, "a corrupt store"))))
+    quiet = core.judge_night(night(stages=stages(history=(core.INPUT, "a corrupt store"))))
     assert quiet.exit_code == 2 and "history" in quiet.headline
 
 
@@ -167,7 +167,7 @@ def test_reports_write_times_for_people_and_verdict_json_is_strict_json():
     assert [render.us(v) for v in (1834.2, 18.34, 2.524, None)] == ["1,834", "18.3", "2.52", ""]
     o = night(cases=(("regressed", A),), confirmed=conf(("regressed", A), ratio=float("inf")),
               culprit=Culprit("c" * 40, "plant", " kernels/gemv.py | 5 +++++"))
-    d = core.decide(o)
+    d = core.judge_night(o)
     v = json.loads(render.verdict_json(o, d))
     assert v["confirmed_regression"] is True and v["exit_code"] == 1 and v["confirmed"][0]["ratio"] is None
     assert v["issue_title"] == "perfci-nightly cpu tiny"

@@ -22,6 +22,8 @@ CONFIRM = ["--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1 --min-ef
 # by several percent, so only a commit 50% off an endpoint counts as unlike it. (Before 03559cb,
 # bisect measured "beyond BAD" in percent of GOOD's median, and without this the plant was skipped.)
 BISECT = ["--bench-args", "--repeats 1 --iters 60", "--bisect-args", "--min-effect 50", "--budget", "3600"]
+# Without --bench-args, bisect measures the suite's case from a warm worker per commit (bisect --suite).
+WARM_BISECT = ["--bisect-args", "--min-effect 50", "--budget", "3600"]
 # The plant: gemv walks K twenty more times, its loads multiplied by zero. Slower, still right.
 LOOP_END = "    c = tl.sum(acc, axis=1)\n"
 PLANT = """\
@@ -64,7 +66,8 @@ def test_a_first_night_records_the_baseline_and_a_quiet_night_is_green(tmp_path)
     assert proc.stdout.startswith("perfci nightly tiny on ") and ": exit 0: " in proc.stdout
 
 
-def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path):
+@pytest.mark.parametrize("bisect_words", [BISECT, WARM_BISECT], ids=["a-run-per-process", "warm-workers"])
+def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path, bisect_words):
     repo = make_repo(tmp_path / "repo", ONE_CASE_SUITE)
     good = git(repo, "rev-parse", "HEAD")
     history = tmp_path / "history"
@@ -75,7 +78,7 @@ def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path):
     commit(repo, "docs: a note", {"NOTES": "one\n"})
     plant = commit(repo, "gemv: walk K again", {"kernels/gemv.py": gemv.replace(LOOP_END, PLANT + LOOP_END)})
     tonight = commit(repo, "docs: another note", {"NOTES": "one\ntwo\n"})
-    proc = nightly(repo, tmp_path / "n2", history, *CONFIRM, *BISECT)
+    proc = nightly(repo, tmp_path / "n2", history, *CONFIRM, *bisect_words)
     out = tmp_path / "n2"
     assert proc.returncode == 1, proc.stderr
     v = verdict(out)

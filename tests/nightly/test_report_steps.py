@@ -173,7 +173,7 @@ def test_the_reports_render_extreme_inputs():
                            tonight=tuple((c.key, "ok") for c in cases), cases=cases,
                            flagged=tuple(c.key for c in cases if c.verdict == "regressed"),
                            canary=blank, canary_rates=rates([blank]))
-    decision = core.decide(outcome)
+    decision = core.judge_night(outcome)
     assert decision.exit_code == 1
     summary, issue = render.summary_md(outcome, decision), render.issue_md(outcome, decision)
     assert "more |" in summary and not re.search(r"\b(nan|inf)\b", summary.lower() + issue.lower())

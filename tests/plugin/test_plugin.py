@@ -200,7 +200,7 @@ def test_group_and_weight_reach_the_row_as_a_suite_case_s_do(pytester, monkeypat
     pytester.makepyfile(test_gw="""
         def test_gw(perfci_benchmark):
             perfci_benchmark(lambda: None, kernel="k", shape=(1, 1, 1), dtype="fp32", repeats=1,
-                             group="seed002-qkv", weight=32)
+                             group="decode-qkv", weight=32)
     """)
     result = pytester.runpytest("--perfci-device", "cpu", "--perfci-out", "o.csv")
     result.assert_outcomes(passed=1)
@@ -209,7 +209,7 @@ def test_group_and_weight_reach_the_row_as_a_suite_case_s_do(pytester, monkeypat
     import csv
 
     with open(pytester.path / "o.csv", newline="") as fh:
-        assert [r["group"] for r in csv.DictReader(fh)] == ["seed002-qkv"]
+        assert [r["group"] for r in csv.DictReader(fh)] == ["decode-qkv"]
 
 
 def test_an_unsupported_case_is_a_skip_row_and_a_skipped_test(pytester, monkeypatch):

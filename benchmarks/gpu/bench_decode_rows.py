@@ -1,10 +1,10 @@
-"""The seed002 decode cases measured through the pytest plugin, to set beside ``perfci run`` (GPU).
+"""The decode suite's split-K, torch_matmul and GEMV rows through the pytest plugin, beside ``perfci run`` (GPU).
 
 Run it by naming the file (its name is not ``test_*.py``, so neither ``python -m
 pytest`` nor ``pytest benchmarks/`` collects it); benchmarks/gpu/plugin_vs_run.sh does::
 
-    TRITON_INTERPRET=0 python3 -m pytest benchmarks/gpu/bench_seed002_decode.py --perfci-out plugin.csv
-    perfci run decode --filter 'group~seed002*' --seed 2 --out run.csv
+    TRITON_INTERPRET=0 python3 -m pytest benchmarks/gpu/bench_decode_rows.py --perfci-out plugin.csv
+    perfci run decode --filter 'group~decode-*' --seed 2 --out run.csv
     perfci compare run.csv plugin.csv
 
 One source of truth: the cases are the suite's own, read with perfci's loader
@@ -17,7 +17,7 @@ thunk the worker times. The key is ``spec.label`` (``splitk_decode[m_fast=0]``),
 
 Environment (defaults are the H200 comparison):
   PERFCI_BENCH_SUITE   suite name or .toml path   (decode)
-  PERFCI_BENCH_FILTER  perfci run --filter text    (group~seed002*)
+  PERFCI_BENCH_FILTER  perfci run --filter text    (group~decode-*)
   PERFCI_BENCH_SEED    input seed; pass the same to perfci run --seed (2)
 
 What differs from the worker, by the plugin's design (docs/pytest.md): all cases
@@ -36,7 +36,7 @@ import pytest
 from perfci.suites import load_suite, project_root, select_cases
 
 SUITE = os.environ.get("PERFCI_BENCH_SUITE", "decode")
-FILTER = os.environ.get("PERFCI_BENCH_FILTER", "group~seed002*")
+FILTER = os.environ.get("PERFCI_BENCH_FILTER", "group~decode-*")
 SEED = int(os.environ.get("PERFCI_BENCH_SEED", "2"))
 
 _suite = load_suite(SUITE, project_root(os.path.dirname(os.path.abspath(__file__))))
