@@ -10,7 +10,7 @@ from tests.markdown_live import headings, hostile_names, live, one_line, shown
 NAMES = hostile_names()
 
 
-def hostile_night(name: str) -> tuple[Outcome, core.Decision]:
+def hostile_night(name: str) -> tuple[Outcome, core.NightVerdict]:
     key = (name, "1x8x16", "fp32")
     stages = tuple(Stage(s, core.FAILED, name, 1.0, "input") if s == "bisect" else Stage(s, core.OK, name, 1.0)
                    for s in core.STAGES)
@@ -21,7 +21,7 @@ def hostile_night(name: str) -> tuple[Outcome, core.Decision]:
                 confirmed=(Confirmed(*key, "regressed", reason=name, ratio=2.0, rounds=3),),
                 culprit=Culprit("c" * 40, name, f" kernels/{name} | 5 +++++\n ```\n@someone"),
                 files=("forest.png", f"{name}.png"))
-    d = core.decide(o)
+    d = core.judge_night(o)
     return o, replace(d, headline=f"regression confirmed: {name} +100.0%", warnings=(name,))
 
 
@@ -43,7 +43,7 @@ def test_an_ordinary_night_reads_as_before(report):
                 stages=tuple(Stage(s, core.OK, "fine", 1.0) for s in core.STAGES), tonight=((key, "ok"),),
                 cases=(Judged(*key, "regressed", reason="+12.0% past the 2.0% floor", ratio=1.12),),
                 culprit=Culprit("c" * 40, "kernels: retile splitk_decode", " kernels/splitk.py | 5 +++++"))
-    doc = report(o, core.decide(o))
+    doc = report(o, core.judge_night(o))
     assert "| **regressed** | `splitk_decode[m_fast=1] 64x1024x6144 bf16` |" in doc
     assert "| +12.0% past the 2.0% floor |" in doc
     assert f"First bad commit: `{'c' * 40}` kernels: retile splitk\\_decode" not in doc
