@@ -7,12 +7,18 @@ does not pay for them.
 from __future__ import annotations
 
 import argparse
+import getpass
+import os
 import sys
 from pathlib import Path
 
 from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
+from perfci.history.render_triage import render_records_json, render_records_table
+from perfci.history.store import add_triage, load_triage, read_manifest
+from perfci.history.triage import STATES as TRIAGE_STATES
+from perfci.history.triage import make_record
 
 DESCRIPTION = """\
 A store of nightly runs of one device kind, and what they show over time.
@@ -33,6 +39,10 @@ actions:
   plot STORE --out DIR       a trend PNG per case: medians, levels, noise band,
                              change points
   report STORE --out DIR     a static HTML site: index, a page per suite and case
+  triage STORE --case KEY --sha SHA --as STATE --reason TEXT
+                             record what a finding was: expected (restart the
+                             case's pooled baseline at SHA), invalid (a false
+                             alarm), acknowledged, fixed; --list shows them
   canary STORE ...           the nightly canary's record per device: how often compare
                              called its unchanged twin changed (false alarms) and how
                              often compare and confirm found its planted slowdown
@@ -55,6 +65,9 @@ examples:
   perfci compare perf-history/ cur.csv --nights 5
   perfci history report perf-history/ --out site/
   perfci history export perf-history/ --otava --out otava/
+  perfci history triage perf-history/h200 --case 'matmul_tiled 16x* bf16' --sha 1a2b3c4 \
+      --as expected --reason "bigger tile: prefill +9%, decode -4%" --link https://github.com/o/r/pull/7
+  perfci history triage perf-history/h200 --list --format json
 """
 
 
@@ -110,6 +123,26 @@ def add_parser(subparsers) -> None:
     k.add_argument("--format", choices=("table", "json"), default="table")
     k.add_argument("--confidence", type=probability, default=0.95, help="of the Wilson intervals (default 0.95)")
     k.set_defaults(handler=canary_main)
+
+    t = actions.add_parser("triage", help="record what a finding was (expected, invalid, acknowledged, fixed)",
+                           description="One record per call, a small JSON file of its own in STORE/triage/ (two "
+                                       "writers never conflict, in a directory or a git branch). CASE: a "
+                                       "'kernel shape dtype' key, a glob over it, or suite:NAME. expected: "
+                                       "the pooled baseline of those cases restarts at SHA; invalid: a false "
+                                       "alarm, counted by `perfci history canary`; acknowledged: reported "
+                                       "under its own heading; fixed: the next green night says the issue "
+                                       "can close.")
+    t.add_argument("store", metavar="STORE")
+    t.add_argument("--list", action="store_true", help="print the store's records instead of adding one")
+    t.add_argument("--format", choices=("table", "json"), default="table", help="of --list")
+    t.add_argument("--case", metavar="KEY", help="'kernel shape dtype', a glob over it, or suite:NAME")
+    t.add_argument("--sha", metavar="SHA", help="the commit the finding is about (7-40 hex digits)")
+    t.add_argument("--as", dest="state", choices=TRIAGE_STATES, metavar="STATE",
+                   help=f"one of {', '.join(TRIAGE_STATES)}")
+    t.add_argument("--reason", metavar="TEXT", help="why (required)")
+    t.add_argument("--link", metavar="URL", default="", help="the issue or pull request")
+    t.add_argument("--who", metavar="NAME", help="who decided (default: $GITHUB_ACTOR, else the user name)")
+    t.set_defaults(handler=triage_main)
 
     for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
         q = actions.add_parser(name, help=f"write {what} into DIR")
@@ -261,4 +294,27 @@ def canary_main(args) -> int:
     else:
         sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence)
                                    for store, device, nights in stores))
+    return EXIT_OK
+
+
+def triage_main(args) -> int:
+    if args.list:
+        given = [f"--{n}" for n in ("case", "sha", "reason") if getattr(args, n)] + (["--as"] if args.state else [])
+        if given:
+            raise PerfciError(f"perfci history triage --list: {', '.join(given)} add a record; give them without --list")
+        read_manifest(args.store)
+        records = load_triage(args.store)
+        sys.stdout.write((render_records_json if args.format == "json" else render_records_table)(records))
+        return EXIT_OK
+    missing = [f"--{n}" for n in ("case", "sha", "reason") if not getattr(args, n)] + ([] if args.state else ["--as"])
+    if missing:
+        raise PerfciError(f"perfci history triage: give {', '.join(missing)} (or --list)")
+    who = args.who or os.environ.get("GITHUB_ACTOR") or getpass.getuser()
+    try:
+        record = make_record(args.case, args.sha, args.state, args.reason, who, args.link)
+    except ValueError as err:
+        raise PerfciError(f"perfci history triage: {err}") from None
+    record = add_triage(args.store, record)
+    print(f"recorded {record.state} for {record.case} at {record.sha[:12]} by {record.who} in "
+          f"{Path(args.store) / 'triage' / (record.record_id + '.json')}: {record.reason}")
     return EXIT_OK
