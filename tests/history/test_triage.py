@@ -80,11 +80,11 @@ def test_a_store_that_does_not_exist_is_refused(tmp_path):
     (json.dumps({"format": "perfci-triage", "schema": 9, "case": "k"}), "newer perfci"),
 ])
 def test_a_corrupt_record_file_is_exit_2_with_one_line(tmp_path, text, words):
-    st = make_store(tmp_path, nights=1)
+    st = make_store(tmp_path, nights=2)
     assert perfci("history", "triage", st, "--case", "k", "--sha", SHA, "--as", "fixed", "--reason", "r").returncode == 0
     bad = st / "triage" / "20261201T000000Z_bad.json"
     bad.write_text(text)
-    for args in (["history", "triage", st, "--list"],):
+    for args in (["history", "triage", st, "--list"], ["compare", st, tmp_path / "n1.csv"]):
         r = perfci(*args)
         assert r.returncode == 2, (args, r)
         assert r.stderr.count("\n") == 1 and str(bad) in r.stderr and words in r.stderr, r.stderr
