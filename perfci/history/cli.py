@@ -18,7 +18,7 @@ from perfci.files import atomic_write_text
 from perfci.history.render_triage import render_records_json, render_records_table
 from perfci.history.store import add_triage, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
-from perfci.history.triage import make_record
+from perfci.history.triage import judged_false_alarms, make_record
 
 DESCRIPTION = """\
 A store of nightly runs of one device kind, and what they show over time.
@@ -282,18 +282,24 @@ def report_main(args) -> int:
 
 
 def canary_main(args) -> int:
-    from perfci.history.canary import render_json, render_table
-    from perfci.history.store import load_canaries, read_manifest
+    from perfci.history.canary import counted_rate, render_json, render_table
+    from perfci.history.store import load, load_canaries
 
-    stores = []
+    stores, team = [], []
     for store in args.stores:
-        m = read_manifest(store)
-        stores.append((store, f"{m.device_name} ({m.arch})", load_canaries(store)))
+        history = load(store)
+        m = history.manifest
+        canaries = load_canaries(store)
+        stores.append((store, f"{m.device_name} ({m.arch})", canaries))
+        hits, n = judged_false_alarms(load_triage(store), [(r.info.run_id, r.info.suite, r.info.git_sha,
+                                                             frozenset(row.key for row in r.table.rows))
+                                                            for r in history.runs], {c.run_id for c in canaries})
+        team.append(counted_rate("false alarms", hits, n, args.confidence))
     if args.format == "json":
-        sys.stdout.write(render_json(stores, args.confidence))
+        sys.stdout.write(render_json(stores, args.confidence, team))
     else:
-        sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence)
-                                   for store, device, nights in stores))
+        sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence, rate)
+                                   for (store, device, nights), rate in zip(stores, team)))
     return EXIT_OK
 
 

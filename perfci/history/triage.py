@@ -212,3 +212,29 @@ def states_by_case(records: Sequence[TriageRecord], keys: Iterable[tuple[str, st
         if found is not None:
             out[key] = found
     return out
+
+
+def judged_false_alarms(records: Sequence[TriageRecord], nights: Sequence[tuple[str, str, str, frozenset]],
+                        skip_runs: Iterable[str] = ()) -> tuple[int, int]:
+    """(nights the team marked a false alarm, real nights judged) over NIGHTS (run id, suite, sha, case keys).
+
+    NIGHTS oldest first. A real night is a run other than SKIP_RUNS (the
+    canary's) after its suite's first (which has nothing to be judged
+    against). It is a false alarm when an ``invalid`` record at its commit
+    names its suite or one of its cases.
+    """
+    invalid = [r for r in records if r.state is TriageState.INVALID]
+    skip = set(skip_runs)
+    seen: set[str] = set()
+    hits = n = 0
+    for run_id, suite, sha, keys in nights:
+        if run_id in skip:
+            continue
+        if suite not in seen:
+            seen.add(suite)
+            continue
+        n += 1
+        if any(sha_matches(r.sha, sha) and (r.suite == suite if r.suite is not None
+                                             else any(r.names(k, suite) for k in keys)) for r in invalid):
+            hits += 1
+    return hits, n

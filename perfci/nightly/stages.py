@@ -19,7 +19,8 @@ from typing import ContextManager
 from perfci import git
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
-from perfci.nightly import core
+from perfci.history.store import load_triage
+from perfci.nightly import core, triaged
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
 
@@ -84,6 +85,8 @@ def baseline(n: Night) -> tuple[str, str]:
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
     n.comparison = result
     n.cases = tuple(_judged(c) for c in result.cases)
+    if nights:  # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
+        n.triage = triaged.case_triage(load_triage(n.store), [c.key for c in n.cases], n.suite)
     _write_compare(n, result)
     counts = Counter(c.verdict for c in n.cases)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))

@@ -187,3 +187,19 @@ def test_an_expected_record_restarts_at_its_commits_first_night():
     assert triage.restart_index(rec, shas[:1], cur_sha="abcdef1bb-dirty") == 1
     assert triage.restart_index(rec, ["1234567aa", "9999999cc"]) is None
     assert triage.restart_index(rec, ["1234567aa", "9999999cc"], after=lambda s, sha: sha.startswith("9")) == 1
+
+
+def test_canary_reports_the_false_alarm_rate_of_real_nights_as_the_team_judged_them(tmp_path):
+    st = make_store(tmp_path, nights=4)  # the first night has nothing to be judged against: 3 real nights
+    for case, sha in (("suite:decode", "02" * 20), ("matmul_tiled 1x* bf16", "03" * 20),
+                      ("suite:prefill", "01" * 20)):  # the last names a suite with no night: not counted
+        assert perfci("history", "triage", st, "--case", case, "--sha", sha[:8], "--as", "invalid",
+                      "--reason", "noise").returncode == 0
+    assert perfci("history", "triage", st, "--case", "suite:decode", "--sha", "01" * 4, "--as", "expected",
+                  "--reason", "not a false alarm").returncode == 0
+    r = perfci("history", "canary", st)
+    assert r.returncode == 0, r.stderr
+    assert "real nights, as the team judged them: false alarms 2/3 = 67% [21%, 94%]" in r.stdout
+    r = perfci("history", "canary", st, "--format", "json")
+    team = json.loads(r.stdout)["devices"][0]["team_false_alarm"]
+    assert (team["hits"], team["n"]) == (2, 3) and 0.2 < team["low"] < 0.67 < team["high"] < 1.0
