@@ -195,7 +195,8 @@ def _with(lines: list[str], sections: Sequence[str]) -> str:
 
 
 def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
-    out = [f"## {title(o)}: {_cell(d.headline)}", ""]
+    # The hidden facts the triage workflow reads, near the top: the workflow keeps only an issue's first 60 kB.
+    out = [f"## {title(o)}: {_cell(d.headline)}", triaged.issue_marker(o.suite, o.sha, o.cases, o.confirmed), ""]
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
     if d.warnings:
@@ -218,7 +219,6 @@ def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) ->
     canary = _canary(o)
     if canary:
         out += ["", "### Canary (what this device's detector resolves)", ""] + canary
-    out += ["", triaged.issue_marker(o.suite, o.sha, o.cases, o.confirmed)]
     return _with(out, sections)
 
 
