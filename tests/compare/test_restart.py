@@ -1,5 +1,6 @@
 """An `expected` triage record restarts its cases' pooled baseline at its commit (simulated stores)."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,30 @@ def test_compare_store_says_which_cases_restarted_and_why(tmp_path):
     notes = " ".join(json.loads(r.stdout)["notes"])
     assert "12 case(s) pooled only from the nights since their baseline restarted" in notes
     assert "bigger tile" in notes
+
+
+def test_a_culprit_no_night_was_measured_at_is_placed_by_git_ancestry(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shas = []
+    for i in range(8):
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True,
+                       env={**os.environ, **env})
+        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                   check=True).stdout.strip())
+    culprit = 4  # the step landed at c4; nights were measured at c0-c3 and c5-c7
+    measured = [0, 1, 2, 3, 5, 6]
+    files = [str(write_night(tmp_path / f"n{i}.csv", i, seed=3, sha=shas[c],
+                             slow=STEPPED if c > culprit else None)) for i, c in enumerate(measured)]
+    store.add_runs(tmp_path / "st", files)
+    store.add_triage(tmp_path / "st", triage.make_record("matmul_tiled * bf16", shas[culprit], "expected",
+                                                         "bisected to c4", "ana"))
+    cur = write_night(tmp_path / "cur.csv", len(measured), seed=3, sha=shas[7], slow=STEPPED)
+    monkeypatch.chdir(tmp_path)  # not a repository: the commit cannot be placed, nothing restarts
+    outside = judged(tmp_path / "st", cur)
+    assert all(outside[k].n_base == 5 for k in STEPPED)
+    monkeypatch.chdir(repo)
+    inside = judged(tmp_path / "st", cur)
+    assert all(inside[k].n_base == 2 and abs(inside[k].ratio - 1.0) < 0.02 for k in STEPPED)
+    assert all(inside[k].verdict != Verdict.REGRESSED for k in STEPPED)
