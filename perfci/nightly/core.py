@@ -171,6 +171,7 @@ class Outcome:
     canary_rates: Rates | None = None  # the store's canary nights and tonight's
     warnings: tuple[str, ...] = ()  # what the canary and the report stage met: warnings, never the verdict
     triage: tuple[CaseTriage, ...] = ()  # tonight's cases a triage record names (perfci.nightly.triaged)
+    toolchain: tuple[tuple[str, str, str], ...] = ()  # (what, baseline's, tonight's) that moved
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -421,4 +422,5 @@ def verdict_dict(o: Outcome, d: Decision) -> dict:
             "rates_lines": [] if o.canary_rates is None else o.canary_rates.lines()},
         "notes": list(o.notes), "files": list(o.files),
         **verdict_fields(o.triage, o.cases, o.confirmed, d.confirmed_regression),
+        "toolchain_moved": [{"what": w, "baseline": b, "tonight": t} for w, b, t in o.toolchain],
     }

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from perfci.history.canary import tonight_line
 from perfci.history.triage import TriageState
-from perfci.nightly import core, triaged
+from perfci.nightly import core, toolchain, triaged
 
 ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
 MAX_ROWS = 60
@@ -137,6 +137,11 @@ def _canary(o: core.Outcome) -> list[str]:
     return out
 
 
+def _toolchain(o: core.Outcome) -> list[str]:
+    said = toolchain.line(o.toolchain)
+    return [f":warning: **{_cell(said)}**", ""] if said else []
+
+
 def _triaged(o: core.Outcome, level: str) -> list[str]:
     """Tonight's cases the team triaged: the acknowledged under their own heading, then the rest."""
     if not o.triage:
@@ -165,6 +170,7 @@ def _triaged(o: core.Outcome, level: str) -> list[str]:
 def summary_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
     out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {o.suite} on {_cell(o.device)}: "
            f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
+    out += _toolchain(o)
     out += _identity(o)
     out += [f"- :warning: {_cell(w)}" for w in d.warnings]
     out += [f"- note: {_cell(n)}" for n in (*o.notes, *o.compare_notes)]
@@ -197,6 +203,7 @@ def _with(lines: list[str], sections: Sequence[str]) -> str:
 def issue_md(o: core.Outcome, d: core.Decision, sections: Sequence[str] = ()) -> str:
     # The hidden facts the triage workflow reads, near the top: the workflow keeps only an issue's first 60 kB.
     out = [f"## {title(o)}: {_cell(d.headline)}", triaged.issue_marker(o.suite, o.sha, o.cases, o.confirmed), ""]
+    out += _toolchain(o)
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
     if d.warnings:

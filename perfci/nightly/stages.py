@@ -20,7 +20,8 @@ from perfci import git
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.history.store import load_triage
-from perfci.nightly import core, triaged
+from perfci.nightly import core, toolchain, triaged
+from perfci.results import read_results_cells
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
 
@@ -79,6 +80,11 @@ def baseline(n: Night) -> tuple[str, str]:
                       f"history {n.store}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
     newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
+    try:  # a report line only: a baseline whose columns cannot be read says nothing here
+        n.toolchain = toolchain.moved(toolchain.environment(read_results_cells(newest)[1]),
+                                      toolchain.environment(read_results_cells(n.run_path)[1]))
+    except PerfciError:
+        n.toolchain = ()
     result = _explained(n, result, newest)
     if all(c.verdict in ("added", "removed") for c in result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "

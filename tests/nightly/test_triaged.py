@@ -110,3 +110,28 @@ def test_the_baseline_stage_reads_the_stores_records_and_a_corrupt_one_is_bad_in
         raise AssertionError("a corrupt triage record was read as fine")
     except Exception as err:  # noqa: BLE001 - the stage runner turns PerfciError into exit 2
         assert type(err).__name__ == "PerfciError" and "corrupt triage record" in str(err)
+
+
+def test_a_moved_toolchain_is_said_at_the_top_of_the_summary_and_the_issue(tmp_path):
+    files = [write_night(tmp_path / "n0.csv", 0), write_night(tmp_path / "n1.csv", 1),
+             write_night(tmp_path / "n2.csv", 2, env={"torch": "2.12.0+cu130", "triton": "3.7.0"})]
+    store.add_runs(tmp_path / "st", [str(f) for f in files[:2]])
+    n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(tmp_path / "st")),
+              store=str(tmp_path / "st"), run_path=files[2], suite="decode", device_name="NVIDIA H200", arch="sm_90",
+              device="NVIDIA H200 (sm_90)")
+    assert stages.baseline(n)[0] == core.OK
+    assert n.toolchain == (("torch", "2.11.0+cu130", "2.12.0+cu130"), ("Triton", "3.6.0", "3.7.0"))
+    o, d = night([("regressed", A, 1.1)])
+    o = Outcome(**{**o.__dict__, "toolchain": n.toolchain})
+    d = core.decide(o)
+    for md in (render.summary_md(o, d), render.issue_md(o, d)):
+        top = md.split("\n- suite")[0]  # before the identity lines
+        assert "toolchain moved since the baseline: torch 2.11.0+cu130 -> 2.12.0+cu130, Triton 3.6.0 -> 3.7.0" in top
+    v = json.loads(render.verdict_json(o, d))
+    assert v["toolchain_moved"][0] == {"what": "torch", "baseline": "2.11.0+cu130", "tonight": "2.12.0+cu130"}
+    # the same toolchain: nothing said
+    n2 = Night(n.cfg, store=n.store, run_path=files[1], suite="decode", device_name="NVIDIA H200", arch="sm_90",
+               device=n.device)
+    store.add_runs(tmp_path / "st2", [str(files[0])])
+    n2.store = str(tmp_path / "st2")
+    assert stages.baseline(n2)[0] == core.OK and n2.toolchain == ()
