@@ -43,6 +43,7 @@ WRITES = {
     ("perf-pr.yml", "comment", "pull-requests"),
     ("perfci-triage.yml", "record", "contents"),
     ("perfci-triage.yml", "record", "issues"),
+    ("perfci-stale.yml", "stale", "issues"),
 }
 
 # Events a pull request, or anyone without write access, can cause. A

@@ -10,13 +10,16 @@ import argparse
 import getpass
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from perfci.args import at_least, percentage, probability
-from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
+from perfci.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
+from perfci.config import STALE_DAYS, load_config
+from perfci.history import stale
 from perfci.history.render_triage import render_records_json, render_records_table
-from perfci.history.store import add_triage, load_triage, read_manifest
+from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
 from perfci.history.triage import judged_false_alarms, make_record
 
@@ -43,6 +46,7 @@ actions:
                              record what a finding was: expected (restart the
                              case's pooled baseline at SHA), invalid (a false
                              alarm), acknowledged, fixed; --list shows them
+  stale STORE ... [--days N] the suites whose device stopped reporting (exit 1)
   canary STORE ...           the nightly canary's record per device: how often compare
                              called its unchanged twin changed (false alarms) and how
                              often compare and confirm found its planted slowdown
@@ -56,7 +60,8 @@ EPILOG = """\
 exit codes:
   0  done (check: whether or not it found changes, unless --fail-recent; plot/report: also
      when a case's trend could not be drawn, which is a warning on stderr and on its page)
-  1  check --fail-recent N: a case became slower within its last N runs
+  1  check --fail-recent N: a case became slower within its last N runs; stale: some suite
+     has had no night for more than N days
   2  bad input: a bad CSV, a foreign or corrupt store, another device, a run already there
 
 examples:
@@ -143,6 +148,16 @@ def add_parser(subparsers) -> None:
     t.add_argument("--link", metavar="URL", default="", help="the issue or pull request")
     t.add_argument("--who", metavar="NAME", help="who decided (default: $GITHUB_ACTOR, else the user name)")
     t.set_defaults(handler=triage_main)
+
+    w = actions.add_parser("stale", help="suites whose device stopped reporting (no night for N days)",
+                           description="Per store (one device each) and suite: the newest night and its age. "
+                                       "Exit 1 when some suite has had no night for more than N days: a runner "
+                                       "down is noticed by nobody otherwise.")
+    w.add_argument("stores", nargs="+", metavar="STORE")
+    w.add_argument("--days", type=at_least(1, "a device is stale after at least one day"), metavar="N",
+                   help=f"stale after N days without a night (default: [tool.perfci] stale_days, else {STALE_DAYS})")
+    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.set_defaults(handler=stale_main)
 
     for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
         q = actions.add_parser(name, help=f"write {what} into DIR")
@@ -283,7 +298,6 @@ def report_main(args) -> int:
 
 def canary_main(args) -> int:
     from perfci.history.canary import counted_rate, render_json, render_table
-    from perfci.history.store import load, load_canaries
 
     stores, team = [], []
     for store in args.stores:
@@ -323,4 +337,24 @@ def triage_main(args) -> int:
     record = add_triage(args.store, record)
     print(f"recorded {record.state} for {record.case} at {record.sha[:12]} by {record.who} in "
           f"{Path(args.store) / 'triage' / (record.record_id + '.json')}: {record.reason}")
+    return EXIT_OK
+
+
+def stale_main(args) -> int:
+    days = args.days if args.days is not None else load_config().stale_days
+    now = datetime.now(timezone.utc)
+    ages = []
+    for store in args.stores:
+        history = load(store)
+        m = history.manifest
+        canaries = {c.run_id for c in load_canaries(store)}  # the canary rides with a night: not a suite of its own
+        ages += stale.suite_ages(store, f"{m.device_name} ({m.arch})",
+                                 [(r.info.run_id, r.info.when, r.info.suite, r.info.git_sha) for r in history.runs],
+                                 now, days, canaries)
+    sys.stdout.write((stale.render_json if args.format == "json" else stale.render_table)(ages, days))
+    late = [a for a in ages if a.stale]
+    if late:
+        print(f"perfci history stale: {len(late)} suite(s) with no night for more than {days} day(s): "
+              + ", ".join(f"{a.device} {a.suite} (last {a.last[:10]})" for a in late[:5]), file=sys.stderr)
+        return EXIT_REGRESSION
     return EXIT_OK
