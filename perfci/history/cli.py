@@ -18,6 +18,10 @@ from perfci.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
 from perfci.config import STALE_DAYS, load_config
 from perfci.history import stale
+from perfci.history.canary import counted_rate
+from perfci.history.canary import rates as canary_rates
+from perfci.history.canary import render_json as canary_json
+from perfci.history.canary import render_table as canary_table
 from perfci.history.render_triage import render_records_json, render_records_table
 from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
@@ -261,11 +265,11 @@ def _checks(args):
     return history, cases
 
 
-def _write_pngs(history, cases, folder: Path) -> dict[str, str]:
+def _write_pngs(history, cases, folder: Path, records=()) -> dict[str, str]:
     """Write each case's trend (perfci.history.trends); a case whose plot fails is a warning on stderr."""
     from perfci.history.trends import write_trends
 
-    drawn = write_trends(history, cases, folder)
+    drawn = write_trends(history, cases, folder, records)
     for warning in drawn.warnings.values():
         print(f"perfci history: warning: {warning}", file=sys.stderr)
     return drawn.warnings
@@ -280,39 +284,48 @@ def plot_main(args) -> int:
 
 
 def report_main(args) -> int:
-    from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html
+    from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html, triage_html
 
     history, cases = _checks(args)
+    records = load_triage(args.store)
     out = Path(args.out)
-    failed = _write_pngs(history, cases, out / "img")
+    failed = _write_pngs(history, cases, out / "img", records)
     for case in cases:
         slug = case_slug(case.series)
-        atomic_write_text(out / "cases" / f"{slug}.html", case_html(history, case, failed.get(slug, "")))
+        atomic_write_text(out / "cases" / f"{slug}.html", case_html(history, case, failed.get(slug, ""), records))
     for suite in history.suites:
         atomic_write_text(out / suite_file(suite), suite_html(history, suite, cases, failed))
     atomic_write_text(out / "index.html", index_html(history, cases, failed))
-    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)"
+    canaries = load_canaries(args.store)
+    team = _team_false_alarms(history, records, canaries, 0.95)
+    lines = [f"real nights, as the team judged them: {team.words()} (perfci history triage --as invalid)"]
+    lines += [f"the canary's twin: {canary_rates(canaries).false_alarm.words()}" if canaries else "no canary night yet"]
+    atomic_write_text(out / "triage.html", triage_html(history, records, lines))
+    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s), triage.html"
           + (f"; {len(failed)} trend(s) could not be drawn (warnings above and on their pages)" if failed else ""))
     return EXIT_OK
 
 
-def canary_main(args) -> int:
-    from perfci.history.canary import counted_rate, render_json, render_table
+def _team_false_alarms(history, records, canaries, confidence: float):
+    """The false alarms of the store's real nights as the team judged them (``invalid`` records), with a Wilson interval."""
+    hits, n = judged_false_alarms(records, [(r.info.run_id, r.info.suite, r.info.git_sha,
+                                             frozenset(row.key for row in r.table.rows)) for r in history.runs],
+                                  {c.run_id for c in canaries})
+    return counted_rate("false alarms", hits, n, confidence)
 
+
+def canary_main(args) -> int:
     stores, team = [], []
     for store in args.stores:
         history = load(store)
         m = history.manifest
         canaries = load_canaries(store)
         stores.append((store, f"{m.device_name} ({m.arch})", canaries))
-        hits, n = judged_false_alarms(load_triage(store), [(r.info.run_id, r.info.suite, r.info.git_sha,
-                                                             frozenset(row.key for row in r.table.rows))
-                                                            for r in history.runs], {c.run_id for c in canaries})
-        team.append(counted_rate("false alarms", hits, n, args.confidence))
+        team.append(_team_false_alarms(history, load_triage(store), canaries, args.confidence))
     if args.format == "json":
-        sys.stdout.write(render_json(stores, args.confidence, team))
+        sys.stdout.write(canary_json(stores, args.confidence, team))
     else:
-        sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence, rate)
+        sys.stdout.write("\n".join(canary_table(device, store, nights, args.confidence, rate)
                                    for (store, device, nights), rate in zip(stores, team)))
     return EXIT_OK
 

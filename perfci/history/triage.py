@@ -238,3 +238,16 @@ def judged_false_alarms(records: Sequence[TriageRecord], nights: Sequence[tuple[
                                              else any(r.names(k, suite) for k in keys)) for r in invalid):
             hits += 1
     return hits, n
+
+
+def marks(records: Sequence[TriageRecord], key: Sequence[str], suite: str,
+          shas: Sequence[str]) -> list[tuple[int, TriageRecord]]:
+    """(the index among SHAS of the first night at each record's commit, the record) for the records naming the case."""
+    out = []
+    for r in records:
+        if not r.names(key, suite):
+            continue
+        at = next((i for i, sha in enumerate(shas) if sha_matches(r.sha, sha)), None)
+        if at is not None:
+            out.append((at, r))
+    return out

@@ -407,7 +407,7 @@ def trends(n: Night) -> tuple[str, str]:
         return core.OK, "no trend to draw"
     hist = load(store)
     cases = [c for c in check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
-    drawn = write_trends(hist, cases, n.cfg.out / "trends")
+    drawn = write_trends(hist, cases, n.cfg.out / "trends", load_triage(store))
     n.files.extend(f"trends/{name}" for name in drawn.written)
     n.warnings.extend(drawn.warnings.values())
     missed = f", {len(drawn.warnings)} not drawn (see the warnings)" if drawn.warnings else ""

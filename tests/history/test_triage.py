@@ -10,6 +10,8 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.history import store, triage
+from perfci.history.check import check
+from perfci.history.plot import trend_png
 from tests.history.synth import write_night
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,3 +205,29 @@ def test_canary_reports_the_false_alarm_rate_of_real_nights_as_the_team_judged_t
     r = perfci("history", "canary", st, "--format", "json")
     team = json.loads(r.stdout)["devices"][0]["team_false_alarm"]
     assert (team["hits"], team["n"]) == (2, 3) and 0.2 < team["low"] < 0.67 < team["high"] < 1.0
+
+
+def test_the_report_has_a_triage_page_and_each_case_marks_its_triaged_nights(tmp_path):
+    st = make_store(tmp_path, nights=3)
+    for args in (("--case", "matmul_tiled 16x* bf16", "--sha", "01" * 4, "--as", "expected", "--reason",
+                  "tile <b>x</b>", "--link", "https://github.com/o/r/pull/7"),
+                 ("--case", "suite:decode", "--sha", "02" * 4, "--as", "invalid", "--reason", "noise")):
+        assert perfci("history", "triage", st, *args).returncode == 0
+    r = perfci("history", "report", st, "--out", tmp_path / "site")
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "site" / "triage.html").read_text()
+    assert "false alarms 1/2 = 50%" in page and "tile &lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert 'href="triage.html"' in (tmp_path / "site" / "index.html").read_text()
+    cases = {p.name: p.read_text() for p in (tmp_path / "site" / "cases").iterdir()}
+    marked = [t for n, t in cases.items() if n.startswith("matmul_tiled_16x")]
+    other = [t for n, t in cases.items() if n.startswith("matmul_tiled_1x")]
+    assert marked and all("<h2>Triage</h2>" in t and "<td>expected</td>" in t and "<td>invalid</td>" in t
+                          for t in marked)
+    assert other and all("<td>invalid</td>" in t and "expected" not in t for t in other)
+
+
+def test_a_trend_png_draws_its_triage_marks(tmp_path):
+    case = check(store.load(make_store(tmp_path, nights=3))).cases[0]
+    plain = trend_png(case.series, case.detection, judged=case.judged)
+    marked = trend_png(case.series, case.detection, judged=case.judged, marks=[(1, "expected"), (1, "invalid")])
+    assert plain[:8] == b"\x89PNG\r\n\x1a\n" and marked[:8] == plain[:8] and marked != plain
