@@ -71,9 +71,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from perfci import stats
+from perfci.compare import restart
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
 from perfci.compare.noise import NoiseProfile
-from perfci.compare import restart
 from perfci.compare.prior import CaseVariance, Prior, PriorOptions, case_priors, moderated_var
 from perfci.compare.shift import tonight_offsets
 from perfci.compare.verdicts import case_exponent, log_samples, status_case

@@ -25,7 +25,7 @@ from perfci.history.canary import render_table as canary_table
 from perfci.history.render_triage import render_records_json, render_records_table
 from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
-from perfci.history.triage import judged_false_alarms, make_record
+from perfci.history.triage import judged_false_alarms, make_record, sha_matches
 
 DESCRIPTION = """\
 A store of nightly runs of one device kind, and what they show over time.
@@ -350,6 +350,13 @@ def triage_main(args) -> int:
     record = add_triage(args.store, record)
     print(f"recorded {record.state} for {record.case} at {record.sha[:12]} by {record.who} in "
           f"{Path(args.store) / 'triage' / (record.record_id + '.json')}: {record.reason}")
+    history = load(args.store)
+    named = {row.key for r in history.runs for row in r.table.rows if record.names(row.key, r.info.suite)}
+    at = any(sha_matches(record.sha, r.info.git_sha) for r in history.runs)
+    if not named or not at:  # kept (the case or night may come later), but a typo should not pass unseen
+        print(f"perfci history triage: warning: {'no case' if not named else f'{len(named)} case(s)'} of "
+              f"{args.store} named by {record.case!r}" + ("" if at else f"; no night at {record.sha[:12]} (an "
+              f"`expected` is then placed by git ancestry where the nightly runs)"), file=sys.stderr)
     return EXIT_OK
 
 

@@ -231,3 +231,14 @@ def test_a_trend_png_draws_its_triage_marks(tmp_path):
     plain = trend_png(case.series, case.detection, judged=case.judged)
     marked = trend_png(case.series, case.detection, judged=case.judged, marks=[(1, "expected"), (1, "invalid")])
     assert plain[:8] == b"\x89PNG\r\n\x1a\n" and marked[:8] == plain[:8] and marked != plain
+
+
+def test_a_record_naming_no_case_or_no_night_is_kept_with_a_warning(tmp_path):
+    st = make_store(tmp_path, nights=1)
+    r = perfci("history", "triage", st, "--case", "matmul_tild 16x* bf16", "--sha", "abcdef12", "--as", "invalid",
+               "--reason", "typo")
+    assert r.returncode == 0 and "no case of" in r.stderr and "no night at abcdef12" in r.stderr
+    r = perfci("history", "triage", st, "--case", "matmul_tiled 16x* bf16", "--sha", "00" * 4, "--as", "invalid",
+               "--reason", "fine")
+    assert r.returncode == 0 and r.stderr == ""
+    assert len(store.load_triage(st)) == 2
