@@ -86,7 +86,10 @@ def test_a_corrupt_record_file_is_exit_2_with_one_line(tmp_path, text, words):
     assert perfci("history", "triage", st, "--case", "k", "--sha", SHA, "--as", "fixed", "--reason", "r").returncode == 0
     bad = st / "triage" / "20261201T000000Z_bad.json"
     bad.write_text(text)
-    for args in (["history", "triage", st, "--list"], ["compare", st, tmp_path / "n1.csv"]):
+    readers = [["history", "triage", st, "--list"]]
+    if text.startswith("{not"):  # compare STORE reads them the same way (one reader is enough: ~5 s each)
+        readers.append(["compare", st, tmp_path / "n1.csv"])
+    for args in readers:
         r = perfci(*args)
         assert r.returncode == 2, (args, r)
         assert r.stderr.count("\n") == 1 and str(bad) in r.stderr and words in r.stderr, r.stderr
@@ -191,6 +194,7 @@ def test_an_expected_record_restarts_at_its_commits_first_night():
     assert triage.restart_index(rec, ["1234567aa", "9999999cc"], after=lambda s, sha: sha.startswith("9")) == 1
 
 
+@pytest.mark.slow
 def test_canary_reports_the_false_alarm_rate_of_real_nights_as_the_team_judged_them(tmp_path):
     st = make_store(tmp_path, nights=4)  # the first night has nothing to be judged against: 3 real nights
     for case, sha in (("suite:decode", "02" * 20), ("matmul_tiled 1x* bf16", "03" * 20),
@@ -207,6 +211,7 @@ def test_canary_reports_the_false_alarm_rate_of_real_nights_as_the_team_judged_t
     assert (team["hits"], team["n"]) == (2, 3) and 0.2 < team["low"] < 0.67 < team["high"] < 1.0
 
 
+@pytest.mark.slow
 def test_the_report_has_a_triage_page_and_each_case_marks_its_triaged_nights(tmp_path):
     st = make_store(tmp_path, nights=3)
     for args in (("--case", "matmul_tiled 16x* bf16", "--sha", "01" * 4, "--as", "expected", "--reason",
