@@ -54,7 +54,9 @@ actions:
   canary STORE ...           the nightly canary's record per device: how often compare
                              called its unchanged twin changed (false alarms) and how
                              often compare and confirm found its planted slowdown
-                             (power), night by night, with Wilson intervals
+                             (power), night by night, with Wilson intervals; beside
+                             it, the false alarms of real nights as the team judged
+                             them (triage --as invalid)
 
 Judge tonight against the store's last K nights with
 `perfci compare STORE cur.csv --nights K`.
@@ -127,7 +129,9 @@ def add_parser(subparsers) -> None:
                                        "nightly` measured its canary (a GEMM and a twin with a planted "
                                        "slowdown), whether compare called the unchanged twin changed and "
                                        "whether compare and confirm's paired statistic found the plant; the "
-                                       "running rates with Wilson intervals.")
+                                       "running rates with Wilson intervals. Beside them, the false alarms of "
+                                       "the store's real nights as the team judged them (`perfci history "
+                                       "triage --as invalid`), with a Wilson interval.")
     k.add_argument("stores", nargs="+", metavar="STORE", help="history stores, one per device")
     k.add_argument("--format", choices=("table", "json"), default="table")
     k.add_argument("--confidence", type=probability, default=0.95, help="of the Wilson intervals (default 0.95)")
@@ -330,6 +334,13 @@ def canary_main(args) -> int:
     return EXIT_OK
 
 
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container user with no name: the record says "?"
+        return "?"
+
+
 def triage_main(args) -> int:
     if args.list:
         given = [f"--{n}" for n in ("case", "sha", "reason") if getattr(args, n)] + (["--as"] if args.state else [])
@@ -342,7 +353,7 @@ def triage_main(args) -> int:
     missing = [f"--{n}" for n in ("case", "sha", "reason") if not getattr(args, n)] + ([] if args.state else ["--as"])
     if missing:
         raise PerfciError(f"perfci history triage: give {', '.join(missing)} (or --list)")
-    who = args.who or os.environ.get("GITHUB_ACTOR") or getpass.getuser()
+    who = args.who or os.environ.get("GITHUB_ACTOR") or _user()
     try:
         record = make_record(args.case, args.sha, args.state, args.reason, who, args.link)
     except ValueError as err:
