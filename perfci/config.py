@@ -13,6 +13,7 @@ project root; relative paths in the file are relative to it::
     history = "../perf-history"
     noise_profiles = { sm_90 = "bench/h200-profile.json" }   # per arch the results record
     build = "pip install -e . --no-deps"
+    stale_days = 2                      # `perfci history stale`: a suite with no night for longer is stale
 
     [[tool.perfci.compile_accept]]      # a compile-diff change accepted, with its bound and reason
     arch = "gfx950"
@@ -54,7 +55,9 @@ KEYS = {
     "noise_profiles": "a table of arch = profile file (strings)",
     "build": "a shell command (string)",
     "compile_accept": "a list of tables, each with arch, case, reason and at least one bound",
+    "stale_days": "a whole number of days >= 1 (a device with no night of a suite for longer is stale)",
 }
+STALE_DAYS = 2  # `perfci history stale`'s default
 # compile_accept's bounds: the new value at most (spills, scratch, shared memory) or at least (occupancy).
 ACCEPT_BOUNDS = ("spills", "scratch_bytes", "shared_bytes", "occupancy")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -74,6 +77,7 @@ class ProjectConfig:
     build: str | None = None
     # perfci.compile.accept's entries, as written: arch, case, reason, shapes (optional), bounds
     compile_accept: tuple[Mapping[str, Any], ...] = ()
+    stale_days: int = STALE_DAYS
     origins: Mapping[str, str] = field(default_factory=dict)  # key -> "pyproject.toml: tool.perfci.suites" or "default"
 
     def origin(self, key: str) -> str:
@@ -166,6 +170,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
                                                  for k, v in profiles.items()):
         raise PerfciError(f"{where}: 'noise_profiles' must be {KEYS['noise_profiles']}, got {profiles!r}")
     accept = _compile_accept(table.get("compile_accept", []), where)
+    stale = table.get("stale_days", STALE_DAYS)
+    if isinstance(stale, bool) or not isinstance(stale, int) or stale < 1:
+        raise PerfciError(f"{where}: 'stale_days' must be {KEYS['stale_days']}, got {stale!r}")
     return ProjectConfig(
         root=root, file=path,
         suites=folder("suites") or root / "suites",
@@ -175,6 +182,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
         noise_profiles={arch: (root / value).resolve() for arch, value in profiles.items()},
         build=text("build"),
         compile_accept=accept,
+        stale_days=stale,
         origins=origins,
     )
 

@@ -41,6 +41,9 @@ WRITES = {
     ("nightly-gpu.yml", "issue", "issues"),
     ("perf-pr.yml", "request", "actions"),
     ("perf-pr.yml", "comment", "pull-requests"),
+    ("perfci-triage.yml", "record", "contents"),
+    ("perfci-triage.yml", "record", "issues"),
+    ("perfci-stale.yml", "stale", "issues"),
 }
 
 # Events a pull request, or anyone without write access, can cause. A
@@ -797,3 +800,38 @@ def test_zizmor_still_sees_the_old_nightly():
     """The same call on the workflow this replaced: proof the check above is not vacuous."""
     idents = {f["ident"] for f in zizmor_findings(str(DATA / "old-nightly-gpu.yml"))}
     assert {"unpinned-uses", "artipacked", "excessive-permissions"} <= idents
+
+
+def test_the_triage_workflow_takes_a_collaborators_comment_on_a_nightly_issue_only():
+    path = WORKFLOWS / "perfci-triage.yml"
+    doc = load(path)
+    assert triggers(doc) == {"issue_comment"} and doc["on"]["issue_comment"]["types"] == ["created"]
+    job = doc["jobs"]["record"]
+    cond = " ".join(str(job["if"]).split())
+    assert ("contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), "
+            "github.event.comment.author_association)") in cond
+    assert "||" not in cond and "github.event.issue.pull_request == null" in cond
+    assert "startsWith(github.event.issue.title, '[perfci-nightly ')" in cond
+    assert not self_hosted(job["runs-on"])
+    # the comment reaches steps as an env value only, never inside a script or a with:
+    assert job["env"]["COMMENT"] == "${{ github.event.comment.body }}"
+    text = path.read_text(encoding="utf-8")
+    assert text.count("github.event.comment.body") == 2  # the if: and the env: entry
+    # the one zizmor finding kept is the trigger itself, on its line
+    ignores = [line for line in text.splitlines() if "zizmor: ignore" in line]
+    assert ignores == ["  issue_comment:  # zizmor: ignore[dangerous-triggers] a collaborator check gates the only job"]
+    for persona in ("regular", "pedantic"):
+        findings = zizmor_findings("--persona", persona, str(path.relative_to(ROOT)))
+        assert findings == [], _where(findings)
+
+
+def test_a_triage_workflow_without_the_collaborator_check_is_caught_by_zizmor(tmp_path):
+    text = (WORKFLOWS / "perfci-triage.yml").read_text(encoding="utf-8")
+    weak = text.replace("  issue_comment:  # zizmor: ignore[dangerous-triggers] a collaborator check gates the only job",
+                        "  issue_comment:")
+    weak = weak.replace('          python3 - <<\'PY\'\n          import json, os, re\n',
+                        '          echo "${{ github.event.comment.body }}"\n          python3 - <<\'PY\'\n'
+                        '          import json, os, re\n', 1)
+    (tmp_path / "perfci-triage.yml").write_text(weak, encoding="utf-8")
+    idents = {f["ident"] for f in zizmor_findings(str(tmp_path / "perfci-triage.yml"))}
+    assert {"dangerous-triggers", "template-injection"} <= idents

@@ -65,12 +65,13 @@ already contains whatever the clocks did.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from perfci import stats
+from perfci.compare import restart
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
 from perfci.compare.noise import NoiseProfile
 from perfci.compare.prior import CaseVariance, Prior, PriorOptions, case_priors, moderated_var
@@ -140,6 +141,8 @@ class Baseline:
     suite_keys: Mapping[str, frozenset]  # suite -> the cases of its newest run
     priors: Mapping[tuple[str, str, str], Prior]  # each pooled case's prior (perfci.compare.prior)
     n_runs: int
+    # Cases whose pool restarts at a run (an `expected` triage record): why, in words (perfci.compare.restart)
+    restarted: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
 
 
 def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> NightPool:
@@ -159,9 +162,15 @@ def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> Nigh
 
 
 def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfile,
-                   options: PooledOptions | None = None, arch: str = "") -> Baseline:
-    """Each case's last K ok nights from RUNS (suite, table), oldest first."""
+                   options: PooledOptions | None = None, arch: str = "",
+                   restarts: Mapping[tuple[str, str, str], tuple[int, str]] | None = None) -> Baseline:
+    """Each case's last K ok nights from RUNS (suite, table), oldest first.
+
+    RESTARTS: case -> (the index of the run its nights start at, why): an
+    intended change accepted there; the nights before it are not pooled.
+    """
     opts = options or PooledOptions()
+    restarts = restarts or {}
     ok_rows: dict[tuple[str, str, str], list[tuple[int, ResultRow]]] = {}
     last: dict[tuple[str, str, str], ResultRow] = {}
     suite_keys: dict[str, frozenset] = {}
@@ -169,13 +178,13 @@ def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfil
         suite_keys[suite] = frozenset(r.key for r in table.rows)
         for row in table.rows:
             last[row.key] = row
-            if row.status == "ok" and row.median_us:
+            if row.status == "ok" and row.median_us and j >= restarts.get(row.key, (0, ""))[0]:
                 ok_rows.setdefault(row.key, []).append((j, row))
     pools = {key: _pool(rows[-opts.nights:], opts) for key, rows in ok_rows.items()}
     if opts.night_common_mode:
         pools = _remove_night_modes(pools, arch, opts)
     priors = case_priors({key: _variance(p) for key, p in pools.items()}, profile, opts.prior)
-    return Baseline(pools, last, suite_keys, priors, len(runs))
+    return Baseline(pools, last, suite_keys, priors, len(runs), {k: why for k, (_, why) in restarts.items()})
 
 
 def _variance(pool: NightPool) -> CaseVariance:
@@ -252,10 +261,14 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
     floor = math.log1p(floor_pct / 100.0)
     cases: list[CaseComparison] = []
     candidates = []
+    since_restart = []
     for row in cur.rows:
         pool = baseline.pools.get(row.key)
         prev = baseline.last_status.get(row.key)
-        if row.status != "ok" or not row.median_us:
+        if row.key in baseline.restarted and row.status == "ok" and row.median_us and (
+                pool is None or pool.k < popts.min_nights):
+            since_restart.append((row, pool))
+        elif row.status != "ok" or not row.median_us:
             cases.append(_plain(row, Verdict.ADDED, "not in the history") if prev is None else
                          status_case(prev, row, weight=row.weight, where=("in the last run", "now")))
         elif pool is None:  # never ok in the history
@@ -298,10 +311,12 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         if popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us:
             case_floor += 100.0 * profile.floor_us / math.exp(t.pool.center)
         cases.append(_verdict(t, e, float(q), math.log1p(case_floor / 100.0), floor, profile, opts, popts))
+    cases.extend(restart.judge_since_restart(since_restart, baseline.restarted, cur.path, arch, profile, opts))
     cases.sort(key=CaseComparison.severity_key)
     suite = _suite(cm, tested, profile)
-    notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor)
-    few = sum(1 for _, p in [(None, baseline.pools.get(r.key)) for r in cur.rows if r.status == "ok"]
+    notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor) + restart.notes(baseline.restarted, cur)
+    few = sum(1 for _, p in [(None, baseline.pools.get(r.key)) for r in cur.rows
+                             if r.status == "ok" and r.key not in baseline.restarted]
               if p is not None and p.k < popts.min_nights)
     if few:
         notes.insert(0, f"{few} case(s) have fewer than {popts.min_nights} ok nights in the store, so they are "

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 from perfci.compare.noise import profile_for_arch
 from perfci.compare.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
+from perfci import git
 from perfci.errors import PerfciError
 from perfci.history.model import run_info
-from perfci.history.store import load
+from perfci.history.store import load, load_triage
+from perfci.history.triage import restarts as triage_restarts
 from perfci.results import read_results_cells
 
 
@@ -40,13 +43,37 @@ def pooled_comparison(store: str, cur_path: str, profile, opts, nights: int | No
         cur_id = run_info(cur_path, table, cells).run_id
     except PerfciError:
         cur_id = None  # no timestamp: it cannot be in the store either
-    runs = [(r.info.suite, r.table) for r in history.runs if r.info.run_id != cur_id]
+    kept = [r for r in history.runs if r.info.run_id != cur_id]
+    runs = [(r.info.suite, r.table) for r in kept]
     arch = opts.arch or m.arch
     profile = profile or profile_for_arch(arch)
     popts = PooledOptions(nights=nights or DEFAULT_NIGHTS)
-    result = judge(build_baseline(runs, profile, popts, arch), table, suite, arch, profile, opts, popts,
+    cur_sha = Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]
+    restarts = expected_restarts(store, kept, table, suite, cur_sha)
+    result = judge(build_baseline(runs, profile, popts, arch, restarts), table, suite, arch, profile, opts, popts,
                    base_label=f"{store} (last {popts.nights} nights)")
     if len(runs) < len(history.runs):
         result = replace(result, notes=result.notes + (
             "CUR is itself in the store; it was left out of its own baseline",))
     return result
+
+
+def expected_restarts(store: str, runs, cur, cur_suite: str, cur_sha: str) -> dict:
+    """Each case an ``expected`` triage record of STORE names: (the run its pooled nights restart at, why).
+
+    The restart is the first stored night at the record's commit (or tonight,
+    when tonight is at it); a commit no night was measured at is placed by git
+    ancestry in the repository perfci runs in, where there is one.
+    """
+    records = load_triage(store)
+    if not records:
+        return {}
+    keys = {(row.key, suite) for suite, table in [(r.info.suite, r.table) for r in runs] + [(cur_suite, cur)]
+            for row in table.rows}
+    top = git.toplevel(Path.cwd())
+
+    def after(sha: str, run_sha: str) -> bool:
+        return top is not None and git.query(top, "merge-base", "--is-ancestor", sha, run_sha) is not None
+
+    found = triage_restarts(records, sorted(keys), [r.info.git_sha for r in runs], cur_sha, after)
+    return {key: (at, f"expected at {rec.sha[:12]} by {rec.who}: {rec.reason}") for key, (at, rec) in found.items()}

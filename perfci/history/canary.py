@@ -133,6 +133,10 @@ class Rate:
                 f"[{100 * (self.low or 0):.0f}%, {100 * (self.high or 0):.0f}%]")
 
 
+def counted_rate(name: str, hits: int, n: int, confidence: float = 0.95) -> Rate:
+    return Rate(name, hits, n, *stats.wilson(hits, n, confidence))
+
+
 def _rate(name: str, flags: Iterable[bool], confidence: float) -> Rate:
     values = list(flags)
     hits = sum(values)
@@ -208,9 +212,13 @@ def history_rows(nights: Sequence[CanaryNight], confidence: float = 0.95) -> lis
     return out
 
 
-def render_table(device: str, store: str, nights: Sequence[CanaryNight], confidence: float = 0.95) -> str:
+def render_table(device: str, store: str, nights: Sequence[CanaryNight], confidence: float = 0.95,
+                 team: Rate | None = None) -> str:
+    """TEAM: the false alarms of real nights as the team judged them (``invalid`` triage records)."""
+    told = [f"real nights, as the team judged them: {team.words()} (triage --as invalid)"] if team else []
     if not nights:
-        return f"{store} ({device}): no canary night yet (perfci nightly records one each night it runs one)\n"
+        return "\n".join([f"{store} ({device}): no canary night yet (perfci nightly records one each night it "
+                          f"runs one)", *told]) + "\n"
     lines = [f"{store} ({device}): {len(nights)} canary night(s); running rates with "
              f"{100 * confidence:.0f}% Wilson intervals",
              f"{'night':<20} {'sha':<12} {'plant':>6} {'truth':>7}  {'twin':<12} {'planted':<12} "
@@ -221,16 +229,19 @@ def render_table(device: str, store: str, nights: Sequence[CanaryNight], confide
                      f"{row['twin'] or '-':<12} {row['planted'] or '-':<12} {row['confirm'] or '-':<12} "
                      f"{_short(row['false_alarm']):<18} {_short(row['compare_power']):<18} "
                      f"{_short(row['confirm_power']):<18}")
-    lines += ["", *rates(nights, confidence).lines()]
+    lines += ["", *rates(nights, confidence).lines(), *told]
     return "\n".join(lines) + "\n"
 
 
-def render_json(stores: Sequence[tuple[str, str, Sequence[CanaryNight]]], confidence: float = 0.95) -> str:
-    """``[(store, device, nights), ...]`` as one JSON document (a device per store)."""
+def render_json(stores: Sequence[tuple[str, str, Sequence[CanaryNight]]], confidence: float = 0.95,
+                team: Sequence[Rate | None] = ()) -> str:
+    """``[(store, device, nights), ...]`` as one JSON document (a device per store); TEAM as in render_table."""
     out = []
-    for store, device, nights in stores:
+    for i, (store, device, nights) in enumerate(stores):
         total = rates(nights, confidence)
+        judged = team[i] if i < len(team) else None
         out.append({"store": store, "device": device, "nights": [c.to_dict() for c in nights],
+                    "team_false_alarm": _rate_dict(judged) if judged is not None else None,
                     "running": history_rows(nights, confidence),
                     "rates": {k: (_rate_dict(v) if isinstance(v, Rate) else v) for k, v in
                               ((f.name, getattr(total, f.name)) for f in fields(Rates))}})

@@ -7,12 +7,25 @@ does not pay for them.
 from __future__ import annotations
 
 import argparse
+import getpass
+import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from perfci.args import at_least, percentage, probability
-from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
+from perfci.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
+from perfci.config import STALE_DAYS, load_config
+from perfci.history import stale
+from perfci.history.canary import counted_rate
+from perfci.history.canary import rates as canary_rates
+from perfci.history.canary import render_json as canary_json
+from perfci.history.canary import render_table as canary_table
+from perfci.history.render_triage import render_records_json, render_records_table
+from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
+from perfci.history.triage import STATES as TRIAGE_STATES
+from perfci.history.triage import judged_false_alarms, make_record, sha_matches
 
 DESCRIPTION = """\
 A store of nightly runs of one device kind, and what they show over time.
@@ -33,10 +46,17 @@ actions:
   plot STORE --out DIR       a trend PNG per case: medians, levels, noise band,
                              change points
   report STORE --out DIR     a static HTML site: index, a page per suite and case
+  triage STORE --case KEY --sha SHA --as STATE --reason TEXT
+                             record what a finding was: expected (restart the
+                             case's pooled baseline at SHA), invalid (a false
+                             alarm), acknowledged, fixed; --list shows them
+  stale STORE ... [--days N] the suites whose device stopped reporting (exit 1)
   canary STORE ...           the nightly canary's record per device: how often compare
                              called its unchanged twin changed (false alarms) and how
                              often compare and confirm found its planted slowdown
-                             (power), night by night, with Wilson intervals
+                             (power), night by night, with Wilson intervals; beside
+                             it, the false alarms of real nights as the team judged
+                             them (triage --as invalid)
 
 Judge tonight against the store's last K nights with
 `perfci compare STORE cur.csv --nights K`.
@@ -46,7 +66,8 @@ EPILOG = """\
 exit codes:
   0  done (check: whether or not it found changes, unless --fail-recent; plot/report: also
      when a case's trend could not be drawn, which is a warning on stderr and on its page)
-  1  check --fail-recent N: a case became slower within its last N runs
+  1  check --fail-recent N: a case became slower within its last N runs; stale: some suite
+     has had no night for more than N days
   2  bad input: a bad CSV, a foreign or corrupt store, another device, a run already there
 
 examples:
@@ -55,6 +76,9 @@ examples:
   perfci compare perf-history/ cur.csv --nights 5
   perfci history report perf-history/ --out site/
   perfci history export perf-history/ --otava --out otava/
+  perfci history triage perf-history/h200 --case 'matmul_tiled 16x* bf16' --sha 1a2b3c4 \
+      --as expected --reason "bigger tile: prefill +9%, decode -4%" --link https://github.com/o/r/pull/7
+  perfci history triage perf-history/h200 --list --format json
 """
 
 
@@ -105,11 +129,43 @@ def add_parser(subparsers) -> None:
                                        "nightly` measured its canary (a GEMM and a twin with a planted "
                                        "slowdown), whether compare called the unchanged twin changed and "
                                        "whether compare and confirm's paired statistic found the plant; the "
-                                       "running rates with Wilson intervals.")
+                                       "running rates with Wilson intervals. Beside them, the false alarms of "
+                                       "the store's real nights as the team judged them (`perfci history "
+                                       "triage --as invalid`), with a Wilson interval.")
     k.add_argument("stores", nargs="+", metavar="STORE", help="history stores, one per device")
     k.add_argument("--format", choices=("table", "json"), default="table")
     k.add_argument("--confidence", type=probability, default=0.95, help="of the Wilson intervals (default 0.95)")
     k.set_defaults(handler=canary_main)
+
+    t = actions.add_parser("triage", help="record what a finding was (expected, invalid, acknowledged, fixed)",
+                           description="One record per call, a small JSON file of its own in STORE/triage/ (two "
+                                       "writers never conflict, in a directory or a git branch). CASE: a "
+                                       "'kernel shape dtype' key, a glob over it, or suite:NAME. expected: "
+                                       "the pooled baseline of those cases restarts at SHA; invalid: a false "
+                                       "alarm, counted by `perfci history canary`; acknowledged: reported "
+                                       "under its own heading; fixed: the next green night says the issue "
+                                       "can close.")
+    t.add_argument("store", metavar="STORE")
+    t.add_argument("--list", action="store_true", help="print the store's records instead of adding one")
+    t.add_argument("--format", choices=("table", "json"), default="table", help="of --list")
+    t.add_argument("--case", metavar="KEY", help="'kernel shape dtype', a glob over it, or suite:NAME")
+    t.add_argument("--sha", metavar="SHA", help="the commit the finding is about (7-40 hex digits)")
+    t.add_argument("--as", dest="state", choices=TRIAGE_STATES, metavar="STATE",
+                   help=f"one of {', '.join(TRIAGE_STATES)}")
+    t.add_argument("--reason", metavar="TEXT", help="why (required)")
+    t.add_argument("--link", metavar="URL", default="", help="the issue or pull request")
+    t.add_argument("--who", metavar="NAME", help="who decided (default: $GITHUB_ACTOR, else the user name)")
+    t.set_defaults(handler=triage_main)
+
+    w = actions.add_parser("stale", help="suites whose device stopped reporting (no night for N days)",
+                           description="Per store (one device each) and suite: the newest night and its age. "
+                                       "Exit 1 when some suite has had no night for more than N days: a runner "
+                                       "down is noticed by nobody otherwise.")
+    w.add_argument("stores", nargs="+", metavar="STORE")
+    w.add_argument("--days", type=at_least(1, "a device is stale after at least one day"), metavar="N",
+                   help=f"stale after N days without a night (default: [tool.perfci] stale_days, else {STALE_DAYS})")
+    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.set_defaults(handler=stale_main)
 
     for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
         q = actions.add_parser(name, help=f"write {what} into DIR")
@@ -211,11 +267,11 @@ def _checks(args):
     return history, cases
 
 
-def _write_pngs(history, cases, folder: Path) -> dict[str, str]:
+def _write_pngs(history, cases, folder: Path, records=()) -> dict[str, str]:
     """Write each case's trend (perfci.history.trends); a case whose plot fails is a warning on stderr."""
     from perfci.history.trends import write_trends
 
-    drawn = write_trends(history, cases, folder)
+    drawn = write_trends(history, cases, folder, records)
     for warning in drawn.warnings.values():
         print(f"perfci history: warning: {warning}", file=sys.stderr)
     return drawn.warnings
@@ -230,33 +286,104 @@ def plot_main(args) -> int:
 
 
 def report_main(args) -> int:
-    from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html
+    from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html, triage_html
 
     history, cases = _checks(args)
+    records = load_triage(args.store)
     out = Path(args.out)
-    failed = _write_pngs(history, cases, out / "img")
+    failed = _write_pngs(history, cases, out / "img", records)
     for case in cases:
         slug = case_slug(case.series)
-        atomic_write_text(out / "cases" / f"{slug}.html", case_html(history, case, failed.get(slug, "")))
+        atomic_write_text(out / "cases" / f"{slug}.html", case_html(history, case, failed.get(slug, ""), records))
     for suite in history.suites:
         atomic_write_text(out / suite_file(suite), suite_html(history, suite, cases, failed))
     atomic_write_text(out / "index.html", index_html(history, cases, failed))
-    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s)"
+    canaries = load_canaries(args.store)
+    team = _team_false_alarms(history, records, canaries, 0.95)
+    lines = [f"real nights, as the team judged them: {team.words()} (perfci history triage --as invalid)"]
+    lines += [f"the canary's twin: {canary_rates(canaries).false_alarm.words()}" if canaries else "no canary night yet"]
+    atomic_write_text(out / "triage.html", triage_html(history, records, lines))
+    print(f"wrote {out / 'index.html'}: {len(history.suites)} suite page(s), {len(cases)} case page(s), triage.html"
           + (f"; {len(failed)} trend(s) could not be drawn (warnings above and on their pages)" if failed else ""))
     return EXIT_OK
 
 
-def canary_main(args) -> int:
-    from perfci.history.canary import render_json, render_table
-    from perfci.history.store import load_canaries, read_manifest
+def _team_false_alarms(history, records, canaries, confidence: float):
+    """The false alarms of the store's real nights as the team judged them (``invalid`` records), with a Wilson interval."""
+    hits, n = judged_false_alarms(records, [(r.info.run_id, r.info.suite, r.info.git_sha,
+                                             frozenset(row.key for row in r.table.rows)) for r in history.runs],
+                                  {c.run_id for c in canaries})
+    return counted_rate("false alarms", hits, n, confidence)
 
-    stores = []
+
+def canary_main(args) -> int:
+    stores, team = [], []
     for store in args.stores:
-        m = read_manifest(store)
-        stores.append((store, f"{m.device_name} ({m.arch})", load_canaries(store)))
+        history = load(store)
+        m = history.manifest
+        canaries = load_canaries(store)
+        stores.append((store, f"{m.device_name} ({m.arch})", canaries))
+        team.append(_team_false_alarms(history, load_triage(store), canaries, args.confidence))
     if args.format == "json":
-        sys.stdout.write(render_json(stores, args.confidence))
+        sys.stdout.write(canary_json(stores, args.confidence, team))
     else:
-        sys.stdout.write("\n".join(render_table(device, store, nights, args.confidence)
-                                   for store, device, nights in stores))
+        sys.stdout.write("\n".join(canary_table(device, store, nights, args.confidence, rate)
+                                   for (store, device, nights), rate in zip(stores, team)))
+    return EXIT_OK
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container user with no name: the record says "?"
+        return "?"
+
+
+def triage_main(args) -> int:
+    if args.list:
+        given = [f"--{n}" for n in ("case", "sha", "reason") if getattr(args, n)] + (["--as"] if args.state else [])
+        if given:
+            raise PerfciError(f"perfci history triage --list: {', '.join(given)} add a record; give them without --list")
+        read_manifest(args.store)
+        records = load_triage(args.store)
+        sys.stdout.write((render_records_json if args.format == "json" else render_records_table)(records))
+        return EXIT_OK
+    missing = [f"--{n}" for n in ("case", "sha", "reason") if not getattr(args, n)] + ([] if args.state else ["--as"])
+    if missing:
+        raise PerfciError(f"perfci history triage: give {', '.join(missing)} (or --list)")
+    who = args.who or os.environ.get("GITHUB_ACTOR") or _user()
+    try:
+        record = make_record(args.case, args.sha, args.state, args.reason, who, args.link)
+    except ValueError as err:
+        raise PerfciError(f"perfci history triage: {err}") from None
+    record = add_triage(args.store, record)
+    print(f"recorded {record.state} for {record.case} at {record.sha[:12]} by {record.who} in "
+          f"{Path(args.store) / 'triage' / (record.record_id + '.json')}: {record.reason}")
+    history = load(args.store)
+    named = {row.key for r in history.runs for row in r.table.rows if record.names(row.key, r.info.suite)}
+    at = any(sha_matches(record.sha, r.info.git_sha) for r in history.runs)
+    if not named or not at:  # kept (the case or night may come later), but a typo should not pass unseen
+        print(f"perfci history triage: warning: {'no case' if not named else f'{len(named)} case(s)'} of "
+              f"{args.store} named by {record.case!r}" + ("" if at else f"; no night at {record.sha[:12]} (an "
+              f"`expected` is then placed by git ancestry where the nightly runs)"), file=sys.stderr)
+    return EXIT_OK
+
+
+def stale_main(args) -> int:
+    days = args.days if args.days is not None else load_config().stale_days
+    now = datetime.now(timezone.utc)
+    ages = []
+    for store in args.stores:
+        history = load(store)
+        m = history.manifest
+        canaries = {c.run_id for c in load_canaries(store)}  # the canary rides with a night: not a suite of its own
+        ages += stale.suite_ages(store, f"{m.device_name} ({m.arch})",
+                                 [(r.info.run_id, r.info.when, r.info.suite, r.info.git_sha) for r in history.runs],
+                                 now, days, canaries)
+    sys.stdout.write((stale.render_json if args.format == "json" else stale.render_table)(ages, days))
+    late = [a for a in ages if a.stale]
+    if late:
+        print(f"perfci history stale: {len(late)} suite(s) with no night for more than {days} day(s): "
+              + ", ".join(f"{a.device} {a.suite} (last {a.last[:10]})" for a in late[:5]), file=sys.stderr)
+        return EXIT_REGRESSION
     return EXIT_OK

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -64,9 +65,15 @@ def axis_label(judged: JudgedSeries) -> str:
     return f"µs at {judged.reference_mhz:.0f} MHz (cycles)"
 
 
+MARK_COLORS = {"expected": "tab:green", "invalid": "tab:gray", "acknowledged": "tab:orange", "fixed": "tab:purple"}
+
+
 def trend_png(series: CaseSeries, detection: Detection, subtitle: str = "", dpi: int = 90,
-              judged: JudgedSeries | None = None) -> bytes:
-    """The trend PNG of one case. JUDGED: the nights ``detection`` was found on (default: ``judge(series)``)."""
+              judged: JudgedSeries | None = None, marks: Sequence[tuple[int, str]] = ()) -> bytes:
+    """The trend PNG of one case. JUDGED: the nights ``detection`` was found on (default: ``judge(series)``).
+
+    MARKS: (night index, triage state) of the nights a triage record is about: a dotted line and the state.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,6 +104,13 @@ def trend_png(series: CaseSeries, detection: Detection, subtitle: str = "", dpi:
         if judged.placed:
             ax.plot(list(judged.placed), level[list(judged.placed)], "o", ms=5.5, mfc="white", mec="tab:orange",
                     zorder=4, label="no clock: placed within its time's range, nearest its neighbours")
+        stacked: dict[int, int] = {}
+        for i, state in marks:
+            color = MARK_COLORS.get(state, "tab:gray")
+            ax.axvline(i, color=color, ls=":", lw=1.2, zorder=2)
+            k = stacked[i] = stacked.get(i, -1) + 1  # several records at one night: one label above the other
+            ax.annotate(state, (i, 0.0), xycoords=("data", "axes fraction"), textcoords="offset points",
+                        xytext=(3, 3 + 9 * k), color=color, fontsize=7)
         for c in detection.changes:
             ax.axvline(c.index - 0.5, color="tab:red", ls="--", lw=1.0)
             ax.annotate(f"{100 * (c.ratio - 1):+.1f}%", (c.index - 0.5, 1.0), xycoords=("data", "axes fraction"),
@@ -125,14 +139,15 @@ def trend_png(series: CaseSeries, detection: Detection, subtitle: str = "", dpi:
 
 
 def trend_png_or_warning(series: CaseSeries, detection: Detection, subtitle: str = "",
-                         judged: JudgedSeries | None = None) -> tuple[bytes | None, str]:
+                         judged: JudgedSeries | None = None,
+                         marks: Sequence[tuple[int, str]] = ()) -> tuple[bytes | None, str]:
     """(PNG, "") or (None, one line saying why this case's trend could not be drawn).
 
     A picture is never worth a night's exit code: whatever matplotlib raises on
     odd data is reported beside the case, and the rest of the report is written.
     """
     try:
-        return trend_png(series, detection, subtitle, judged=judged), ""
+        return trend_png(series, detection, subtitle, judged=judged, marks=marks), ""
     except Exception as err:  # noqa: BLE001 -- any rendering failure becomes this case's warning
         why = str(err).splitlines()[0] if str(err) else ""
         return None, f"trend of {series.label} not drawn: {type(err).__name__}" + (f": {why}" if why else "")

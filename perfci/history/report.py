@@ -5,7 +5,8 @@ beside the PNGs of :mod:`perfci.history.plot`::
 
     OUT/index.html                 suites, with their cases and change points counted
     OUT/suite-<suite>.html         every case of the suite: latest time, last change, its trend
-    OUT/cases/<case>.html          one case: its trend, change points and every run
+    OUT/cases/<case>.html          one case: its trend, change points, triage records and every run
+    OUT/triage.html                the store's triage records and the false-alarm record
     OUT/img/<case>.png
 
 Links are relative, so the folder can be opened from disk, served as is, or
@@ -26,6 +27,7 @@ from typing import Mapping, Sequence
 from perfci.history.check import CaseCheck
 from perfci.history.clockspace import space_counts
 from perfci.history.model import CaseSeries, History
+from perfci.history.triage import TriageRecord, marks
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}
@@ -96,6 +98,7 @@ def index_html(history: History, checks: Sequence[CaseCheck], failed: Mapping[st
     body.append(f"<p>Cases judged in {spaces}.</p>")
     if failed:
         body.append(f"<p class=warn>warning: {len(failed)} trend(s) could not be drawn; their pages say why.</p>")
+    body.append("<p><a href=\"triage.html\">Triage records and the false-alarm record</a></p>")
     body.append("<p class=muted>Change points: binary segmentation of each run's level (the mean of its fastest "
                 "half of repeats) with a permutation bound (<code>perfci history check</code>), each case in "
                 "cycles where its clock explains its nightly spread better than time, else in time. Written by "
@@ -132,7 +135,34 @@ def suite_html(history: History, suite: str, checks: Sequence[CaseCheck],
     return _page(f"{suite}: perfci history", body)
 
 
-def case_html(history: History, check: CaseCheck, warning: str = "") -> str:
+def _records_table(records: Sequence[TriageRecord], prefix: str) -> list[str]:
+    out = ["<table><tr><th>when</th><th>state</th><th>case</th><th>sha</th><th>who</th><th>reason</th>"
+           "<th>link</th></tr>"]
+    for r in records:
+        link = (f"<a href=\"{escape(r.link)}\">{escape(r.link)}</a>" if r.link.startswith(("https://", "http://"))
+                else escape(r.link))
+        out.append(f"<tr><td>{escape(r.when)}</td><td>{escape(r.state.value)}</td><td><code>{escape(r.case)}"
+                   f"</code></td><td><code>{escape(r.sha[:12])}</code></td><td>{escape(r.who)}</td>"
+                   f"<td>{escape(r.reason)}</td><td>{link}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def triage_html(history: History, records: Sequence[TriageRecord], false_alarms: Sequence[str]) -> str:
+    """The store's triage records, newest first, and the false-alarm record (lines of `history canary`)."""
+    body = ["<p><a href=\"index.html\">&larr; all suites</a></p>",
+            f"<h1>Triage on {_device(history)}</h1>", "<h2>False alarms</h2><ul>"]
+    body += [f"<li>{escape(line)}</li>" for line in false_alarms]
+    body += ["</ul>", f"<h2>Records ({len(records)})</h2>"]
+    body += (_records_table(list(reversed(records)), "") if records else
+             ["<p class=muted>No triage record yet (<code>perfci history triage</code>).</p>"])
+    body.append("<p class=muted>expected: the cases' pooled baseline restarts at the commit; invalid: a false "
+                "alarm; acknowledged: real, being worked on; fixed: repaired.</p>")
+    return _page(f"triage: perfci history {history.manifest.device_name}", body)
+
+
+def case_html(history: History, check: CaseCheck, warning: str = "",
+              records: Sequence[TriageRecord] = ()) -> str:
     s, det, j = check.series, check.detection, check.judged
     slug = case_slug(s)
     unit = "µs" if j.reference_mhz is None else f"µs at {j.reference_mhz:.0f} MHz"
@@ -155,14 +185,21 @@ def case_html(history: History, check: CaseCheck, warning: str = "") -> str:
         body.append("</table>")
     else:
         body.append("<p class=muted>No change point.</p>")
+    mine = [r for r in records if r.names(s.key, s.suite)]
+    if mine:
+        body += ["<h2>Triage</h2>"] + _records_table(mine, "../")
+    at = {}
+    for i, r in marks(mine, s.key, s.suite, [p.sha for p in s.points]):
+        at.setdefault(i, []).append(r.state.value)
     body.append("<h2>Runs</h2><table><tr><th class=num>run</th><th>date</th><th>sha</th>"
                 f"<th class=num>level {unit}</th><th class=num>median µs</th><th class=num>repeats min-max µs</th>"
-                "<th class=num>clock MHz</th><th>driver</th></tr>")
+                "<th class=num>clock MHz</th><th>driver</th><th>triage</th></tr>")
     for p, level in zip(reversed(s.points), reversed(j.levels_us)):
         reps = p.repeats_us or (p.median_us,)
         body.append(f"<tr><td class=num>{p.index}</td><td>{escape(p.timestamp)}</td>"
                     f"<td><code>{escape((p.sha or '-')[:12])}</code></td><td class=num>{level:.3f}</td>"
                     f"<td class=num>{p.median_us:.3f}</td><td class=num>{min(reps):.3f}-{max(reps):.3f}</td>"
-                    f"<td class=num>{_clock(p.sclk_mhz)}</td><td>{escape(p.driver)}</td></tr>")
+                    f"<td class=num>{_clock(p.sclk_mhz)}</td><td>{escape(p.driver)}</td>"
+                    f"<td>{escape(', '.join(at.get(p.index, [])))}</td></tr>")
     body.append("</table>")
     return _page(f"{s.label}: perfci history", body)

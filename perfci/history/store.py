@@ -26,13 +26,16 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, is_present, read_input_text
+from perfci.history import triage
 from perfci.history.model import (STORE_FORMAT, STORE_SCHEMA, History, Manifest, Run, RunInfo,
                                   run_info)
+from perfci.history.triage import TriageRecord
 from perfci.results import read_results_cells
 
 MANIFEST = "perfci-history.json"
@@ -263,3 +266,45 @@ def load_canaries(store: str | os.PathLike) -> list:
         except ValueError as err:
             raise PerfciError(str(err)) from None
     return sorted(nights, key=lambda c: (c.timestamp, c.run_id))
+
+
+# --------------------------------------------------------------------------- triage records
+
+TRIAGE = "triage"  # STORE/triage/<time>_<sha>_<state>_<random>.json: one record each (perfci.history.triage)
+
+
+def add_triage(store: str | os.PathLike, record: TriageRecord) -> TriageRecord:
+    """Write one triage record into an existing STORE, as a file of its own; returns it with its id.
+
+    Its name is new each time (time, commit, state, a random part), so two
+    writers at once, or two CI jobs committing to one git branch, never touch
+    one file; it is created whole or not at all, like a run.
+    """
+    read_manifest(store)
+    folder = Path(store) / TRIAGE
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as err:
+        raise PerfciError(f"{folder}: cannot create ({err.strerror})") from None
+    for _ in range(3):
+        stem = triage.file_stem(record)
+        if _create_exclusive(folder / f"{stem}.json", record.to_json()):
+            return replace(record, record_id=stem)
+    raise PerfciError(f"{folder}: cannot find a free name for the record")  # pragma: no cover - 3 uuid clashes
+
+
+def load_triage(store: str | os.PathLike) -> list[TriageRecord]:
+    """Every triage record of STORE, oldest first (none: an empty list); a corrupt one is one line."""
+    folder = Path(store) / TRIAGE
+    if not folder.is_dir():
+        return []
+    records = []
+    for path in sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")):
+        try:
+            data = json.loads(read_input_text(str(path), "triage record"))
+            records.append(triage.from_dict(data, str(path), path.stem))
+        except json.JSONDecodeError as err:
+            raise PerfciError(f"{path}: corrupt triage record (not valid JSON: {err.msg})") from None
+        except ValueError as err:
+            raise PerfciError(str(err)) from None
+    return sorted(records, key=lambda r: (r.when, r.record_id))

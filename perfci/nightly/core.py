@@ -30,6 +30,7 @@ from typing import Sequence
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
 from perfci.history.canary import CanaryNight, Rates, rates_dict, tonight_line
+from perfci.nightly.triaged import CaseTriage, verdict_fields
 from perfci.verdict import DECIDED, FAILED_STATUSES, TESTED, Verdict
 from perfci.verdict import missing as baseline_missing
 
@@ -172,6 +173,8 @@ class Outcome:
     canary: CanaryNight | None = None  # tonight's canary (perfci.nightly.canary); None: none measured
     canary_rates: Rates | None = None  # the store's canary nights and tonight's
     warnings: tuple[str, ...] = ()  # what the canary and the report stage met: warnings, never the verdict
+    triage: tuple[CaseTriage, ...] = ()  # tonight's cases a triage record names (perfci.nightly.triaged)
+    toolchain: tuple[tuple[str, str, str], ...] = ()  # (what, baseline's, tonight's) that moved
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -427,6 +430,8 @@ def verdict_dict(o: Outcome, d: NightVerdict) -> dict:
             "rates": None if o.canary_rates is None else rates_dict(o.canary_rates),
             "rates_lines": [] if o.canary_rates is None else o.canary_rates.lines()},
         "notes": list(o.notes), "files": list(o.files),
+        **verdict_fields(o.triage, o.cases, o.confirmed, d.confirmed_regression),
+        "toolchain_moved": [{"what": w, "baseline": b, "tonight": t} for w, b, t in o.toolchain],
     }
 
 

@@ -13,7 +13,8 @@ from typing import Sequence
 
 from perfci.escape import md_block, md_code, md_text
 from perfci.history.canary import tonight_line
-from perfci.nightly import core
+from perfci.history.triage import TriageState
+from perfci.nightly import core, toolchain, triaged
 from perfci.verdict import Verdict
 
 ICON = {0: ":white_check_mark:", 1: ":x:", 2: ":no_entry:", 3: ":warning:", 4: ":boom:", 130: ":stop_sign:"}
@@ -65,11 +66,13 @@ def _stages(o: core.Outcome) -> list[str]:
 
 
 def _compare_table(o: core.Outcome) -> list[str]:
-    cases = o.cases or ()
+    acked = triaged.keys_in(o.triage, TriageState.ACKNOWLEDGED)  # under their own heading (_triaged)
+    cases = [c for c in o.cases or () if c.key not in acked]
     changed = [c for c in cases if c.verdict != Verdict.UNCHANGED]
     quiet = len(cases) - len(changed)
     if not changed:
-        return [f"Every case unchanged ({quiet})."] if cases else []
+        other = " other than the acknowledged" if acked else ""
+        return [f"Every case{other} unchanged ({quiet})."] if cases else []
     out = ["| verdict | case | base µs | tonight µs | change | 95% CI | why |", "|---|---|---:|---:|---:|---|---|"]
     for c in changed[:MAX_ROWS]:
         verdict = f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN, Verdict.REMOVED) else c.verdict
@@ -138,9 +141,40 @@ def _canary(o: core.Outcome) -> list[str]:
     return out
 
 
+def _toolchain(o: core.Outcome) -> list[str]:
+    said = toolchain.line(o.toolchain)
+    return [f":warning: **{_cell(said)}**", ""] if said else []
+
+
+def _triaged(o: core.Outcome, level: str) -> list[str]:
+    """Tonight's cases the team triaged: the acknowledged under their own heading, then the rest."""
+    if not o.triage:
+        return []
+    words = triaged.tonight_verdicts(o.cases, o.confirmed)
+    ratios = {c.key: c.ratio for c in o.cases or ()}
+    out: list[str] = []
+    for state, heading in ((TriageState.ACKNOWLEDGED, "Acknowledged (real, being worked on)"),
+                           (None, "Triaged (perfci history triage)")):
+        rows = [t for t in o.triage if (t.state == state.value if state else t.state != TriageState.ACKNOWLEDGED.value)]
+        if not rows:
+            continue
+        out += ["", f"{level} {heading}", "", "| state | case | tonight | change | at | who | reason |",
+                "|---|---|---|---:|---|---|---|"]
+        for t in rows[:MAX_ROWS]:
+            link = f" ([link]({t.link}))" if t.link.startswith(("https://", "http://")) else ""
+            out.append(f"| {t.state} | {_case(t.key)} | {words.get(t.key, '-')} | {pct(ratios.get(t.key))} | "
+                       f"`{t.sha[:12]}` | {_cell(t.who)} | {_cell(t.reason)[:200]}{_cell(link)} |")
+        if len(rows) > MAX_ROWS:
+            out.append(f"| … | {len(rows) - MAX_ROWS} more | | | | | |")
+    if triaged.issue_can_close(o.triage, o.cases, o.confirmed):
+        out += ["", "Every case marked `fixed` was green tonight: the issue can close."]
+    return out
+
+
 def summary_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()) -> str:
     out = [f"### {ICON.get(d.exit_code, ':grey_question:')} perfci nightly {_cell(o.suite)} on {_cell(o.device)}: "
            f"exit {d.exit_code}", "", f"**{_cell(d.headline)}**", ""]
+    out += _toolchain(o)
     out += _identity(o)
     out += [f"- :warning: {_cell(w)}" for w in d.warnings]
     out += [f"- note: {_cell(n)}" for n in (*o.notes, *o.compare_notes)]
@@ -148,6 +182,7 @@ def summary_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = 
     table = _compare_table(o)
     if table:
         out += ["", "#### Compare", ""] + table
+    out += _triaged(o, "####")
     if o.confirmed is not None:
         out += ["", f"#### Confirm ({md_code(o.good_sha[:12])} -> {md_code(o.sha[:12])})", ""] + _confirm_table(o)
     why = _explained(o)
@@ -170,7 +205,9 @@ def _with(lines: list[str], sections: Sequence[str]) -> str:
 
 
 def issue_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()) -> str:
-    out = [f"## {_cell(title(o))}: {_cell(d.headline)}", ""]
+    # The hidden facts the triage workflow reads, near the top: the workflow keeps only an issue's first 60 kB.
+    out = [f"## {_cell(title(o))}: {_cell(d.headline)}", triaged.issue_marker(o.suite, o.sha, o.cases, o.confirmed), ""]
+    out += _toolchain(o)
     out += _identity(o)
     out += [f"- exit {d.exit_code}; confirmed regression: {'yes' if d.confirmed_regression else 'no'}"]
     if d.warnings:
@@ -182,6 +219,7 @@ def issue_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()
     table = _compare_table(o)
     if table:
         out += ["", "### Tonight's verdicts", ""] + table
+    out += _triaged(o, "###")
     why = _explained(o)
     if why:
         out += ["", "### Why (compare --explain: base against tonight)", ""] + why

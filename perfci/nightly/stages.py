@@ -22,7 +22,9 @@ from perfci import git
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text, read_input_text
-from perfci.nightly import core
+from perfci.history.store import load_triage
+from perfci.nightly import core, toolchain, triaged
+from perfci.results import read_results_cells
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
 from perfci.verdict import FLAGGED_SUITE_WIDE, Verdict, no_common_case
@@ -82,12 +84,19 @@ def baseline(n: Night) -> tuple[str, str]:
                       f"history {n.store}: its one night {nights[-1].info.run_id}")
         n.good_sha = core.strip_dirty(_column(path, "git_sha"))
     newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
+    try:  # a report line only: a baseline whose columns cannot be read says nothing here
+        n.toolchain = toolchain.moved(toolchain.environment(read_results_cells(newest)[1]),
+                                      toolchain.environment(read_results_cells(n.run_path)[1]))
+    except PerfciError:
+        n.toolchain = ()
     result = _explained(n, result, newest)
     if no_common_case(result.cases):
         raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
     n.comparison = result
     n.cases = tuple(_judged(c) for c in result.cases)
+    if nights:  # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
+        n.triage = triaged.case_triage(load_triage(n.store), [c.key for c in n.cases], n.suite)
     _write_compare(n, result)
     counts = Counter(c.verdict for c in n.cases)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
@@ -432,7 +441,7 @@ def trends(n: Night) -> tuple[str, str]:
         return core.OK, "no trend to draw"
     hist = load(store)
     cases = [c for c in check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
-    drawn = write_trends(hist, cases, n.cfg.out / "trends")
+    drawn = write_trends(hist, cases, n.cfg.out / "trends", load_triage(store))
     n.files.extend(f"trends/{name}" for name in drawn.written)
     n.warnings.extend(drawn.warnings.values())
     missed = f", {len(drawn.warnings)} not drawn (see the warnings)" if drawn.warnings else ""

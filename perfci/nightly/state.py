@@ -80,6 +80,8 @@ class Night:
     canary: object = None  # tonight's perfci.history.canary.CanaryNight
     canary_rates: object = None  # perfci.history.canary.Rates over the store's canary nights and tonight's
     canary_csv: Path | None = None
+    triage: tuple = ()  # perfci.nightly.triaged.CaseTriage of tonight's cases a triage record names
+    toolchain: tuple = ()  # (what, baseline's, tonight's) of each toolchain part that moved (perfci.nightly.toolchain)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the canary and the report met: never the verdict
     files: list[str] = field(default_factory=list)
@@ -96,4 +98,5 @@ class Night:
             confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
             strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files), canary=self.canary,
-            canary_rates=self.canary_rates, warnings=tuple(self.warnings))
+            canary_rates=self.canary_rates, warnings=tuple(self.warnings), triage=tuple(self.triage),
+            toolchain=tuple(self.toolchain))

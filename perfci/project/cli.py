@@ -17,7 +17,8 @@ copy shadows.
 
 Keys: suites (folder), kernels (modules), baselines (folder), history (store),
 noise_profiles (arch = profile file), build (command), compile_accept (compile-diff
-changes accepted: arch, case, bounds, reason; docs/compile.md). docs/kernels.md.
+changes accepted: arch, case, bounds, reason; docs/compile.md), stale_days (`perfci
+history stale`, default 2). docs/kernels.md.
 
 exit codes: 0 printed; 2 a configuration perfci cannot use (one line).
 """

@@ -27,7 +27,8 @@ _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SUITES_DIR = "bench/suites"
 BASELINES_DIR = "bench/baselines"
 HISTORY_DIR = "../perf-history"
-WORKFLOWS = (("nightly.yml", "perfci-nightly.yml"), ("pr.yml", "perfci-pr.yml"))
+WORKFLOWS = (("nightly.yml", "perfci-nightly.yml"), ("pr.yml", "perfci-pr.yml"), ("triage.yml", "perfci-triage.yml"),
+             ("stale.yml", "perfci-stale.yml"))
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,14 @@ def test_init_writes_the_table_a_suite_the_baselines_and_two_workflows_then_keep
     (repo / "pyproject.toml").write_text('[project]\nname = "teamk"\nversion = "1"\n')
     proc = init(repo, "--kernel", "teamk.gemm:matmul", "--device", "h200=h200", "--device", "gfx942=mi300x")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[:5] == [
+    assert proc.stdout.splitlines()[:7] == [
         "perfci init: added [tool.perfci] to pyproject.toml",
         "perfci init: wrote bench/suites/gemm.toml (suite gemm)",
         "perfci init: wrote bench/baselines/README.md (baselines folder)",
         "perfci init: wrote .github/workflows/perfci-nightly.yml (workflow)",
         "perfci init: wrote .github/workflows/perfci-pr.yml (workflow)",
+        "perfci init: wrote .github/workflows/perfci-triage.yml (workflow)",
+        "perfci init: wrote .github/workflows/perfci-stale.yml (workflow)",
     ]
     assert (repo / "pyproject.toml").read_text().startswith('[project]\nname = "teamk"\nversion = "1"\n\n[tool.perfci]\n')
     config = load_config(repo)
@@ -139,7 +141,8 @@ DEVICE_SETS = {
 def rendered(tmp_path: Path, devices, bench: str = "") -> dict[str, Path]:
     opts = InitOptions(kernel="teamk.gemm:matmul", devices=devices, bench=bench, perfci_spec="perfci==0.1.0")
     out = {}
-    for name, target in (("nightly.yml", "perfci-nightly.yml"), ("pr.yml", "perfci-pr.yml")):
+    for name, target in (("nightly.yml", "perfci-nightly.yml"), ("pr.yml", "perfci-pr.yml"),
+                         ("triage.yml", "perfci-triage.yml"), ("stale.yml", "perfci-stale.yml")):
         path = tmp_path / ".github" / "workflows" / target
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(workflow_text(template(name), opts))
