@@ -161,9 +161,9 @@ def _triaged(o: core.Outcome, level: str) -> list[str]:
         out += ["", f"{level} {heading}", "", "| state | case | tonight | change | at | who | reason |",
                 "|---|---|---|---:|---|---|---|"]
         for t in rows[:MAX_ROWS]:
-            link = f" ([link]({t.link}))" if t.link.startswith(("https://", "http://")) else ""
+            link = f" {md_code(t.link, table=True)}" if t.link else ""  # shown, never a live link
             out.append(f"| {t.state} | {_case(t.key)} | {words.get(t.key, '-')} | {pct(ratios.get(t.key))} | "
-                       f"`{t.sha[:12]}` | {_cell(t.who)} | {_cell(t.reason)[:200]}{_cell(link)} |")
+                       f"`{t.sha[:12]}` | {_cell(t.who)} | {_cell(t.reason[:200])}{link} |")
         if len(rows) > MAX_ROWS:
             out.append(f"| … | {len(rows) - MAX_ROWS} more | | | | | |")
     if triaged.issue_can_close(o.triage, o.cases, o.confirmed):

@@ -40,7 +40,7 @@ def issue_body() -> str:
     o = Outcome(suite="decode", device="NVIDIA H200 (sm_90)", arch="sm_90", sha=SHA, good_sha="1" * 40,
                 stages=tuple(Stage(s, core.OK) for s in core.STAGES), cases=cases,
                 confirmed=(Confirmed(*CASE, "regressed", ratio=1.1, rounds=3),))
-    return render.issue_md(o, core.decide(o))
+    return render.issue_md(o, core.judge_night(o))
 
 
 @pytest.fixture
