@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from perfci.args import percentage
@@ -143,6 +144,9 @@ def add_parser(subparsers) -> None:
                         "interpreter, torch import or autotuning per run (docs/bisect.md); no BENCH_CMD")
     w.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="with --suite: where the case runs (default auto)")
+    w.add_argument("--iters", type=int, default=70, metavar="N",
+                   help="with --suite: timed launches per repeat (default 70); --repeats N: repeats per run "
+                        "(default 7), the run's value their median")
     w.add_argument("--isolation", choices=("run", "fork", "shared"), default="run",
                    help="with --suite: a fresh process (device context) per run (default), per case and run, "
                         "or one per commit")
@@ -182,7 +186,7 @@ def _split_command(args) -> None:
 
 RESUMED = ("good", "bad", "command", "metric", "json_path", "csv_column", "case", "csv_file", "higher_is_better",
            "budget", "total_budget", "min_rounds", "min_effect", "build", "timeout", "first_parent", "jobs", "gpus",
-           "repo", "format", "plot", "suite", "device", "isolation")
+           "repo", "format", "plot", "suite", "device", "isolation", "repeats", "iters")
 
 
 def _arguments_for_resume(args) -> dict:
@@ -202,12 +206,17 @@ def _suite_bench(args):
                           "--csv-file and --higher-is-better")
     if not args.case:
         raise PerfciError("--suite needs --case: the one case to bisect ('kernel,shape,dtype' or a unique part)")
+    if args.max_repeats is not None:
+        raise PerfciError("--max-repeats is gone: bound each decision with --budget SECONDS")
+    if not 1 <= args.iters <= 100_000:
+        raise PerfciError(f"--iters {args.iters}: use 1..100000")
     # the suite and its case as the repository's checkout declares them
-    spec = suite_spec(args.suite, None, None, args.device, 7, args.timeout, args.isolation, case=args.case,
-                      start=args.repo)
+    spec = suite_spec(args.suite, None, None, args.device, 7 if args.repeats is None else args.repeats,
+                      args.timeout, args.isolation, case=args.case, start=args.repo)
+    spec = replace(spec, iters=args.iters)
     case = ",".join(spec.cases[0].key)
     metric = MetricSpec(csv_column="median_us", case=case, csv_file=f"suite {spec.suite}")
-    command = ("perfci-suite", spec.suite, case, args.device, args.isolation)
+    command = ("perfci-suite", spec.suite, case, args.device, args.isolation, str(spec.repeats), str(spec.iters))
     return spec, BenchSpec(command, args.build, metric, args.timeout)
 
 
@@ -228,7 +237,7 @@ def _config(args, pause: Pause):
         metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
         timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
         bench = BenchSpec(tuple(args.command), args.build, metric, timeout)
-    if args.repeats is not None or args.max_repeats is not None:
+    if not args.suite and (args.repeats is not None or args.max_repeats is not None):
         raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
                           "resolved; bound it with --budget SECONDS (and --min-rounds N)")
     if args.budget <= 0:

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import ContextManager
+from typing import ContextManager, Sequence
 
 from perfci import git
 from perfci.confirm import DEFAULT_BUDGET_S
@@ -319,10 +319,11 @@ def bisect(n: Night) -> tuple[str, str]:
               "--total-budget", f"{budget:.0f}",
               "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n),
               "--timeout", f"{n.cfg.bench_timeout_s:g}", *n.cfg.bisect_args]
-    if n.cfg.bench is None and not n.cfg.bench_args:
+    warm = _warm_bench_args(n.cfg.bench_args)
+    if n.cfg.bench is None and warm is not None:
         # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
         # torch import or autotuning per run. Run in the project root, where the suite is found.
-        words = [*common, "-C", str(n.where), "--suite", n.suite_word, "--device", n.cfg.device]
+        words = [*common, "-C", str(n.where), "--suite", n.suite_word, "--device", n.cfg.device, *warm]
         try:
             with checkout_lock(n):
                 child = run_perfci(words, n.where)
@@ -363,6 +364,22 @@ def bisect(n: Night) -> tuple[str, str]:
     diffstat = str(c.get("diffstat") or "") or (git.query(n.repo_root, "show", "--stat", "--format=", sha) or "")
     n.culprit = core.Culprit(sha, str(c.get("subject", "")), diffstat)
     return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
+
+
+def _warm_bench_args(words: Sequence[str]) -> list[str] | None:
+    """``--bench-args`` as options of ``bisect --suite`` (``--repeats``, ``--iters``), or None when they hold
+    any other option of ``perfci run``: then bisect measures with a ``perfci run`` per run, as they ask."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--repeats")
+    parser.add_argument("--iters")
+    try:
+        known, rest = parser.parse_known_args(list(words))
+    except SystemExit:  # argparse's way to say a value is missing: a perfci run per run says it properly
+        return None
+    if rest:
+        return None
+    return [w for flag, value in (("--repeats", known.repeats), ("--iters", known.iters)) if value is not None
+            for w in (flag, value)]
 
 
 def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:

@@ -21,9 +21,11 @@ CONFIRM = ["--confirm-args", "--min-rounds 3 --max-rounds 3 --repeats 1 --min-ef
 # --min-effect 50: the plant is a 5x step and the loaded interpreter's one-repeat runs scatter
 # by several percent, so only a commit 50% off an endpoint counts as unlike it. (Before 03559cb,
 # bisect measured "beyond BAD" in percent of GOOD's median, and without this the plant was skipped.)
-BISECT = ["--bench-args", "--repeats 1 --iters 60", "--bisect-args", "--min-effect 50", "--budget", "3600"]
-# Without --bench-args, bisect measures the suite's case from a warm worker per commit (bisect --suite).
-WARM_BISECT = ["--bisect-args", "--min-effect 50", "--budget", "3600"]
+BISECT = ["--bench-args", "--repeats 1 --iters 60 --isolation shared", "--bisect-args", "--min-effect 50",
+          "--budget", "3600"]
+# --bench-args of only --repeats/--iters: bisect measures the suite's case from a warm worker per commit
+# (bisect --suite) with them; any other perfci run option keeps a perfci run per bench run.
+WARM_BISECT = ["--bench-args", "--repeats 1 --iters 60", "--bisect-args", "--min-effect 50", "--budget", "3600"]
 # The plant: gemv walks K twenty more times, its loads multiplied by zero. Slower, still right.
 LOOP_END = "    c = tl.sum(acc, axis=1)\n"
 PLANT = """\
