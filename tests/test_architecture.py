@@ -340,3 +340,13 @@ def test_a_module_that_needs_another_imported_first_is_found(tmp_path):
 
 def test_every_module_imports_alone_and_in_any_order():
     assert import_failures(PACKAGE) == []
+
+
+def test_every_package_of_perfci_is_in_the_wheel():
+    """pyproject lists perfci's packages by hand (a folder mapped to another name defeats `find`):
+    a package left out is missing from what `pip install perfci` installs, though a checkout runs."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {module_name(p.parent) for p in PACKAGE.rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert packages - listed == set()

@@ -8,6 +8,7 @@ results mean is decided in :mod:`perfci.nightly.core`.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
