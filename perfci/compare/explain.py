@@ -18,7 +18,7 @@ from dataclasses import replace
 from perfci.compare.comparison import CaseComparison, Comparison, Explanation
 from perfci.model import KernelRecord, ResultRow, ResultTable
 
-EXPLAINED = ("regressed", "improved")
+EXPLAINED = ("regressed", "improved", "config-flip")
 VENDOR_PREFIXES = ("torch_",)  # backends that call a vendor library: no kernel of ours to read
 CLOCK_MOVED = 0.03
 POWER_ROSE = 1.05  # a power-capped kernel whose clock fell as its power rose slowed itself  # a median clock this far apart is a device change worth naming
@@ -87,10 +87,12 @@ def explain_case(kernel: str, base: ResultRow | None, cur: ResultRow | None) -> 
     if recorded and b.name == c.name:
         found = _kernel_reading(_changes(b, c))
         if found:
-            return Explanation(found[0], found[1], sides(base, cur))
+            moved = " with the kernel's source changed" if b.source and c.source and b.source != c.source else ""
+            return Explanation(found[0], found[1] + moved, sides(base, cur))
     elif recorded:
         return Explanation("code", f"another kernel ({b.name} -> {c.name})", sides(base, cur))
-    prefix = ("resources and launch unchanged" if recorded else
+    read = "resources and launch" if recorded and (b.resources or c.resources) else "launch"
+    prefix = (f"{read} unchanged" if recorded else
               "nothing in the kernel changed" if vendor else "no compiled resources recorded")
     clocks = [_median(r.sclk_mhz) if r is not None else None for r in (base, cur)]
     device = []
@@ -117,7 +119,8 @@ def explain_case(kernel: str, base: ResultRow | None, cur: ResultRow | None) -> 
         return Explanation("vendor", "nothing in the kernel changed: look at inputs or the vendor library",
                            sides(base, cur))
     if recorded:
-        return Explanation("code", "resources, launch, clocks and versions unchanged: the kernel's code "
+        what = "resources, launch" if b.resources or c.resources else "launch (no compiled resources on the CPU)"
+        return Explanation("code", f"{what}, clocks and versions unchanged: the kernel's code "
                                    "(memory access order) or its inputs; bisect it", sides(base, cur))
     return Explanation("unknown", f"{prefix} (a CPU run or an older file); clocks and versions unchanged",
                        sides(base, cur))
@@ -134,6 +137,7 @@ def _side(row: ResultRow | None) -> dict[str, str]:
     out: dict[str, str] = {}
     if k is not None:
         out["kernel"] = " + ".join(r.name for r in row.kernels)
+        out["source"] = " + ".join(r.source for r in row.kernels if r.source)
         out["config"] = " ".join(f"{key}={v}" for key, v in k.launch if key != "grid")
         out["grid"] = k.value("grid")
         regs = k.value("regs")

@@ -13,11 +13,13 @@ from dataclasses import asdict
 
 from perfci.compare.comparison import CaseComparison, Comparison
 from perfci.compare.explain import explain_json, explain_lines
+from perfci.compare.flips import flip_lines
 from perfci.compare.identity import identity_lines
 from perfci.verdict import CASE_VERDICTS, Verdict
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", Verdict.INCONCLUSIVE: "??",
-        Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-"}
+        Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-",
+        Verdict.CONFIG_FLIP: "<>"}
 # ratio is the estimate [ci_low, ci_high] is the interval of; raw_ratio the medians' cur/base, labelled raw.
 CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "ci_low", "ci_high", "raw_ratio",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",
@@ -97,6 +99,8 @@ def render_table(cmp: Comparison) -> str:
     out.extend(f"note: {n}" for n in cmp.notes)
     for c in cmp.cases:
         out.extend(([""] + explain_lines(c)) if c.explain else [])
+    for c in cmp.cases:
+        out.extend(([""] + flip_lines(c.kernel, c.shape, c.dtype, c.flip)) if c.flip is not None else [])
     return "\n".join(out) + "\n"
 
 
@@ -135,7 +139,20 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
         out.extend(table(quiet))
         out.append("\n</details>")
     out.extend(_md_explain(cmp))
+    out.extend(_md_flips(cmp))
     return "\n".join(out) + "\n"
+
+
+def _md_flips(cmp: Comparison) -> list[str]:
+    """The config flips under their own heading: each config, where it ran, its time, and how to pin it."""
+    flipped = [c for c in cmp.cases if c.flip is not None]
+    if not flipped:
+        return []
+    out = ["", "#### Config flips (kernel source unchanged, another config launched: not a regression)"]
+    for c in flipped:
+        lines = flip_lines(c.kernel, c.shape, c.dtype, c.flip)
+        out += ["", f"- {_md_escape(lines[0])}"] + [f"  - {_md_escape(line.strip())}" for line in lines[1:]]
+    return out
 
 
 def _md_explain(cmp: Comparison) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from perfci.compare.flips import with_flips
 from perfci.compare.noise import profile_for_arch
 from perfci.compare.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
 from perfci.errors import PerfciError
@@ -46,7 +47,18 @@ def pooled_comparison(store: str, cur_path: str, profile, opts, nights: int | No
     popts = PooledOptions(nights=nights or DEFAULT_NIGHTS)
     result = judge(build_baseline(runs, profile, popts, arch), table, suite, arch, profile, opts, popts,
                    base_label=f"{store} (last {popts.nights} nights)")
+    result = with_flips(result, _last_nights(runs, popts.nights), {r.key: (r,) for r in table.rows})
     if len(runs) < len(history.runs):
         result = replace(result, notes=result.notes + (
             "CUR is itself in the store; it was left out of its own baseline",))
     return result
+
+
+def _last_nights(runs, nights: int) -> dict:
+    """Each case's ok rows of its last NIGHTS runs, oldest first: the nights the pooled baseline uses."""
+    rows: dict = {}
+    for _, table in runs:
+        for row in table.rows:
+            if row.status == "ok" and row.median_us:
+                rows.setdefault(row.key, []).append(row)
+    return {key: tuple(found[-nights:]) for key, found in rows.items()}

@@ -12,11 +12,18 @@ use (Triton's cache key is the same; nothing is launched). From it:
 * both: ``metadata.shared``, num_warps, num_stages, the AMD knobs, and the
   occupancy :mod:`perfci.compile.arches` computes from them (arches it knows).
 
-Nothing on the CPU interpreter (no compiled kernel) or for a vendor-library case
-(no launches named). Never raises: a failure is a note, the case is still measured.
+On the CPU interpreter nothing is compiled: each launch's grid and config as its
+host code passed them, without resources. Every record carries its kernel's
+source hash (:func:`source_id`), so a config that changed while the source did
+not (an autotuner's flip) is told from a code change. Nothing for a
+vendor-library case (no Triton launch). Never raises: a failure is a note, the
+case is still measured.
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
+import textwrap
 from typing import Any, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES, amd_occupancy, nvidia_occupancy
@@ -72,9 +79,36 @@ def resource_fields(kernel: Any, arch: str) -> dict[str, str]:
     return out
 
 
-def kernel_record(kernel: Any, grid: Sequence[int], kwargs: Mapping[str, Any], arch: str) -> KernelRecord:
+def kernel_record(kernel: Any, grid: Sequence[int], kwargs: Mapping[str, Any], arch: str,
+                  source: str = "") -> KernelRecord:
     fields = launch_fields(grid, kwargs, kernel.metadata)
-    return KernelRecord(str(kernel.name), tuple(fields.items()), tuple(resource_fields(kernel, arch).items()))
+    return KernelRecord(str(kernel.name), tuple(fields.items()), tuple(resource_fields(kernel, arch).items()),
+                        source)
+
+
+def source_id(fn: Any) -> str:
+    """A hash of a launched kernel's source, the same whatever config it is launched with ("" unknown).
+
+    A JIT function's Triton ``cache_key`` (its source, the JIT functions it calls and the
+    constexpr globals it reads; Triton recompiles when it changes; it also changes when the
+    kernel moves within its file, which then reads as a source change: judged as any change);
+    in the interpreter, which has no such key, the function's source text.
+    """
+    compiled = getattr(fn, "kernel", None)  # a library's own compiled kernel (capture._Compiled)
+    if compiled is not None:
+        fn = getattr(getattr(compiled, "src", None), "fn", None)
+    try:
+        key = getattr(fn, "cache_key", None)
+        if not isinstance(key, str) or not key:
+            key = textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn)))
+    except (OSError, TypeError, AttributeError):
+        return ""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _name(fn: Any) -> str:
+    compiled = getattr(fn, "kernel", None)
+    return str(getattr(compiled, "name", "") or getattr(fn, "__name__", "") or type(fn).__name__)
 
 
 def record_launches(prepared: Any, arch: str, gpu: bool) -> dict:
@@ -82,20 +116,32 @@ def record_launches(prepared: Any, arch: str, gpu: bool) -> dict:
 
     perfci's launchers name their launches; any other kernel's are observed over one more
     ``run()`` (after the gate, outside the timed region), so a team's Triton kernel gets its
-    registers, spills and occupancy recorded too, and ``compare --explain`` can read them.
+    config, registers, spills and occupancy recorded too, and ``compare --explain`` can read
+    them. What launched is what perfci sees: a library's own autotuner's choice counts as
+    much as ``@triton.autotune``'s. On the CPU: the launches' configs and sources only.
     """
-    if not gpu:
-        return {}
     try:
         launches = getattr(prepared.run, "launches", ()) or _observed(prepared)
         if not launches:
             return {}
-        records = [kernel_record(fn.warmup(*args, grid=grid, **kwargs), grid, kwargs, arch)
-                   for fn, grid, args, kwargs in launches]
+        if gpu:
+            records = [kernel_record(fn.warmup(*args, grid=grid, **kwargs), grid, kwargs, arch, source_id(fn))
+                       for fn, grid, args, kwargs in launches]
+        else:
+            records = [KernelRecord(_name(fn), tuple(launch_fields(_grid(grid, fn, args, kwargs), kwargs).items()),
+                                    (), source_id(fn))
+                       for fn, grid, args, kwargs in launches]
     except Exception as err:  # noqa: BLE001 - metadata must never sink a measurement
         return {"kernels_note": f"compiled resources not read ({type(err).__name__}: {str(err)[:200]})"}
-    return {"kernels": [{"name": r.name, "launch": dict(r.launch), "resources": dict(r.resources)}
-                        for r in records]}
+    return {"kernels": [{"name": r.name, "launch": dict(r.launch), "resources": dict(r.resources),
+                         "source": r.source} for r in records]}
+
+
+def _grid(grid: Any, fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[int, ...]:
+    """A launcher's grid as numbers (Triton's idiom passes a function of the launch's arguments)."""
+    if callable(grid):
+        grid = grid({**dict(zip(getattr(fn, "arg_names", ()), args)), **kwargs})
+    return tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
 
 
 def _observed(prepared: Any) -> list[tuple]:
@@ -111,5 +157,6 @@ def _observed(prepared: Any) -> list[tuple]:
 def records_from_result(data: Mapping[str, Any]) -> tuple[KernelRecord, ...]:
     """The worker result's ``kernels`` as records (for ``CaseResult.kernels``); () when absent."""
     return tuple(KernelRecord(str(k["name"]), tuple((str(a), str(b)) for a, b in k.get("launch", {}).items()),
-                              tuple((str(a), str(b)) for a, b in k.get("resources", {}).items()))
+                              tuple((str(a), str(b)) for a, b in k.get("resources", {}).items()),
+                              str(k.get("source") or ""))
                  for k in data.get("kernels") or ())
