@@ -1,0 +1,107 @@
+"""A config flip: the launched config changed while the kernel's source did not (perfci/compare/flips.py).
+
+Golden runs of a team's suite on an H200 (tests/data/compare/flip_*.csv), where the
+autotuner's choice stands recorded in the ``launch`` and ``source`` columns: a
+library's int8 GEMM picked BLOCK_SIZE_N 32 / BLOCK_SIZE_K 256 / 4 warps in base's
+process and 128 / 128 / 8 in cur's (57.2 vs 28.3 us at M=64, 17.6 vs 25.4 us at
+M=16, as seen on the H200). ``flip_cur.csv`` has the same kernel source as base;
+``flip_source_changed_cur.csv`` the same times and configs with the source changed.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from perfci.compare.explain import with_explain
+from perfci.compare.flips import PIN, find_flip
+from perfci.compare.render import render_markdown
+from perfci.compare.verdicts import compare
+from perfci.model import KernelRecord
+from perfci.results import read_results
+from perfci.verdict import Verdict
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+ROOT = Path(__file__).resolve().parents[2]
+INT8_64 = ("lib.int8:w8a16", "64x4096x4096", "bf16")
+INT8_16 = ("lib.int8:w8a16", "16x4096x4096", "bf16")
+WAS = "int8_w8a16_gemm_kernel BLOCK_SIZE_M=16 BLOCK_SIZE_N=32 BLOCK_SIZE_K=256 GROUP_SIZE_M=1 num_warps=4 num_stages=3"
+NOW = "int8_w8a16_gemm_kernel BLOCK_SIZE_M=16 BLOCK_SIZE_N=128 BLOCK_SIZE_K=128 GROUP_SIZE_M=1 num_warps=8 num_stages=3"
+
+
+def perfci(*args):
+    return subprocess.run([sys.executable, "-m", "perfci", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def by_key(cmp):
+    return {c.key: c for c in cmp.cases}
+
+
+def test_a_config_that_changed_with_the_source_unchanged_is_a_flip_not_a_regression():
+    cmp = compare(read_results(DATA / "flip_base.csv"), read_results(DATA / "flip_cur.csv"))
+    cases = by_key(cmp)
+    slow, fast = cases[INT8_64], cases[INT8_16]
+    assert slow.verdict == fast.verdict == Verdict.CONFIG_FLIP
+    # what the times alone said, kept with the flip; the ratio is still reported
+    assert (slow.flip.was, fast.flip.was) == (Verdict.REGRESSED, Verdict.IMPROVED)
+    assert slow.raw_ratio > 2.0
+    assert [(c.config, c.seen_in, c.median_us) for c in slow.flip.configs] == [(WAS, "base", 28.3), (NOW, "cur", 57.2)]
+    assert slow.flip.pin == PIN and "@triton.autotune" in PIN and "library" in PIN
+    assert not cmp.regressed and cmp.inconclusive  # neither regressed nor unchanged
+    assert cmp.summary.counts[Verdict.CONFIG_FLIP] == 2 and cmp.summary.counts[Verdict.UNCHANGED] == 6
+    assert cmp.summary.worst == ()
+
+
+def test_the_same_config_change_with_the_source_changed_is_judged_as_any_change():
+    base, cur = read_results(DATA / "flip_base.csv"), read_results(DATA / "flip_source_changed_cur.csv")
+    cmp = with_explain(compare(base, cur), base, cur)
+    cases = by_key(cmp)
+    assert (cases[INT8_64].verdict, cases[INT8_16].verdict) == (Verdict.REGRESSED, Verdict.IMPROVED)
+    assert cases[INT8_64].flip is None and cmp.regressed
+    reading = cases[INT8_64].explain.reading
+    assert reading.startswith("config changed (BLOCK_SIZE_N 32 -> 128, BLOCK_SIZE_K 256 -> 128, num_warps 4 -> 8")
+    assert reading.endswith("with the kernel's source changed")
+
+
+def test_compare_exits_0_on_a_flip_3_under_strict_and_renders_the_configs_their_times_and_the_pin():
+    r = perfci("compare", DATA / "flip_base.csv", DATA / "flip_cur.csv", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    case = next(c for c in out["cases"] if (c["kernel"], c["shape"]) == INT8_64[:2])
+    assert case["verdict"] == "config-flip" and case["flip"]["was"] == "regressed"
+    assert [c["median_us"] for c in case["flip"]["configs"]] == [28.3, 57.2]
+    assert out["regressed"] is False and out["summary"]["counts"]["config-flip"] == 2
+    assert perfci("compare", DATA / "flip_base.csv", DATA / "flip_cur.csv", "--strict").returncode == 3
+    assert perfci("compare", DATA / "flip_base.csv", DATA / "flip_source_changed_cur.csv").returncode == 1
+
+    text = perfci("compare", DATA / "flip_base.csv", DATA / "flip_cur.csv").stdout
+    assert "config-flip lib.int8:w8a16 64x4096x4096 bf16: kernel source unchanged" in text
+    assert f"{WAS}  in base: 28.3 us" in text and f"{NOW}  in cur: 57.2 us" in text and "to pin it: " in text
+
+    md = render_markdown(compare(read_results(DATA / "flip_base.csv"), read_results(DATA / "flip_cur.csv")))
+    section = md[md.index("#### Config flips"):]
+    assert WAS in section and NOW in section and "28.3 us" in section and "@triton.autotune" in section
+
+
+def _row(config: str, source: str, us: float):
+    base = read_results(DATA / "flip_base.csv").by_key()[INT8_64]
+    kernel = KernelRecord("k", (("grid", "8x1x1"), ("BLOCK_N", config)), (), source)
+    return replace(base, kernels=(kernel,), median_us=us)
+
+
+def test_runs_of_one_source_with_two_configs_are_a_flip_whatever_side_they_are_on():
+    # A pooled baseline: three nights of one source, two of them with another config than tonight's.
+    nights = [_row("64", "s1", 10.0), _row("32", "s1", 12.0), _row("64", "s1", 10.2)]
+    flip = find_flip(nights, [_row("64", "s1", 10.1)], Verdict.UNCHANGED)
+    assert [(c.config, c.seen_in, c.median_us) for c in flip.configs] == [
+        ("k BLOCK_N=64", "base (2 runs), cur", 10.1), ("k BLOCK_N=32", "base", 12.0)]
+    # Base's nights of an older source do not count against tonight's: one config of tonight's source.
+    assert find_flip([_row("32", "s0", 12.0), _row("64", "s1", 10.0)], [_row("64", "s1", 10.1)],
+                     Verdict.REGRESSED) is None
+    # Nothing recorded (a vendor library, an older file) or no source: never a flip.
+    assert find_flip([_row("32", "", 12.0)], [_row("64", "", 10.1)], Verdict.REGRESSED) is None
+    assert find_flip([replace(_row("32", "s1", 12.0), kernels=())], [_row("64", "s1", 10.1)],
+                     Verdict.REGRESSED) is None
