@@ -3,7 +3,8 @@
 No GPU here: the AMD path is checked on a kernel Triton cross-compiles for gfx942
 (the same CompiledKernel type JITFunction.run returns on the device), against
 what ``perfci compile`` reports for the same case; the NVIDIA path on a stand-in
-with the n_regs / n_spills a loaded kernel carries; the CPU interpreter records nothing.
+with the n_regs / n_spills a loaded kernel carries; the CPU interpreter records each
+launch's config and source, and no resources.
 """
 from __future__ import annotations
 
@@ -126,13 +127,16 @@ def test_record_launches_reads_every_kernel_and_never_raises():
 
     note = record_launches(_prepared(((SimpleNamespace(warmup=boom), (1,), (), {}),)), "sm_90", True)
     assert note == {"kernels_note": "compiled resources not read (RuntimeError: no device)"}
-    assert record_launches(_prepared(((good, (8,), (), {}),)), "cpu", False) == {}
+    # The interpreter compiles nothing: the launch as its host code passed it, no resources.
+    cpu = record_launches(_prepared(((good, (8,), (), {"BLOCK": 1024, "num_warps": 4}),)), "cpu", False)
+    assert cpu["kernels"][0]["launch"] == {"grid": "8x1x1", "BLOCK": "1024", "num_warps": "4"}
+    assert cpu["kernels"][0]["resources"] == {}
     assert records_from_result({}) == ()
 
 
 @pytest.mark.parametrize("kernel, n_launches", [("matmul_tiled", 1), ("splitk_decode", 2), ("gemv", 1),
                                                 ("matmul_persistent", 1), ("torch_matmul", 0)])
-def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kernel, n_launches, monkeypatch):
+def test_launchers_name_their_launches_and_the_interpreter_records_their_configs(kernel, n_launches, monkeypatch):
     import torch
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -144,7 +148,61 @@ def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kerne
     assert len(launches) == n_launches
     for fn, grid, args, kwargs in launches:
         assert callable(getattr(fn, "warmup", None)) and len(grid) >= 1 and args
-    assert record_launches(prepared, "cpu", False) == {}
+    kernels = records_from_result(record_launches(prepared, "cpu", False))
+    assert [k.name for k in kernels] == [fn.__name__ for fn, *_ in launches]
+    for k, (_, _, _, kwargs) in zip(kernels, launches):
+        assert k.resources == () and len(k.source) == 16 and k.value("grid")
+        assert {key: value for key, value in k.config} == {
+            key: str(int(v)) for key, v in kwargs.items()
+            if isinstance(v, int) and (key.isupper() or key in ("num_warps", "num_stages"))}
+
+
+TEAM_KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * 2.0, mask=offs < n)
+
+
+def scale(x, y, block):  # the config as a team's autotuner would have chosen it (none runs on the CPU)
+    scale_kernel[(triton.cdiv(x.numel(), block),)](x, y, x.numel(), BLOCK=block)
+"""
+
+
+def test_a_team_s_kernel_in_the_interpreter_has_its_config_and_source_recorded(tmp_path, monkeypatch):
+    # Two configs of one source give one source hash; the same kernel with its body changed another.
+    import importlib.util
+
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+    def load(name: str, text: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    team, changed = load("team_a", TEAM_KERNEL), load("team_b", TEAM_KERNEL.replace("x * 2.0", "x * 3.0"))
+    x, y = torch.randn(100), torch.empty(100)
+
+    def recorded(module, block):
+        (k,) = records_from_result(record_launches(SimpleNamespace(run=lambda: module.scale(x, y, block)),
+                                                   "cpu", False))
+        return k
+
+    small, large, other = recorded(team, 32), recorded(team, 64), recorded(changed, 32)
+    assert small.name == "scale_kernel" and small.launch == (("grid", "4x1x1"), ("BLOCK", "32"))
+    assert large.config == (("BLOCK", "64"),) and large.value("grid") == "2x1x1"
+    assert small.source == large.source != other.source != ""
+    assert torch.equal(y, x * 3.0)  # the observed run still ran the kernel
 
 
 def test_the_runner_carries_the_workers_kernel_records_into_the_result(tmp_path):
