@@ -5,7 +5,8 @@ resources and occupancy (the ``launch`` / ``resources`` columns ``perfci run``
 records), the clocks, power and throttling of the repeats, the driver and
 library versions, and the position on the roofline. The reading follows fixed
 rules, first match wins: a config change; register pressure (spills, or
-registers with occupancy); shared memory; the grid; the compiled code; then,
+registers with occupancy); shared memory; the grid; the compiled code; the
+kernel's source (its ``source`` hash, the launch unchanged); then,
 with the kernel unchanged, the device (clock moved or throttling), the software
 stack (versions), and what is left (the kernel's code or inputs; for a vendor
 library case, its inputs or the library).
@@ -89,6 +90,9 @@ def explain_case(kernel: str, base: ResultRow | None, cur: ResultRow | None) -> 
         if found:
             moved = " with the kernel's source changed" if b.source and c.source and b.source != c.source else ""
             return Explanation(found[0], found[1] + moved, sides(base, cur))
+        if b.source and c.source and b.source != c.source:
+            return Explanation("code", "the kernel's source changed, its launch did not: the kernel's code; "
+                                       "bisect it", sides(base, cur))
     elif recorded:
         return Explanation("code", f"another kernel ({b.name} -> {c.name})", sides(base, cur))
     read = "resources and launch" if recorded and (b.resources or c.resources) else "launch"

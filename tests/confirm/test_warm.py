@@ -130,8 +130,8 @@ def test_a_regressed_case_is_explained_from_each_side_s_first_run(repo):
     assert proc.returncode == 1, proc.stderr
     (case,) = json.loads(proc.stdout)["cases"]
     assert case["verdict"] == "regressed"
-    # The interpreter compiles nothing, so the reading says so; the versions come from the runs' rows.
-    assert case["explain"]["reading"].startswith("no compiled resources recorded")
+    # The interpreter compiles nothing, but records each kernel's launch and source: the source changed.
+    assert case["explain"]["reading"].startswith("the kernel's source changed, its launch did not")
     assert case["explain"]["base"]["triton"] == case["explain"]["cur"]["triton"] != ""
 
 
@@ -156,3 +156,70 @@ def test_explain_reads_the_recorded_resources_of_both_sides():
     assert json.loads(render_json(conf, rounds, sides, None))["cases"][0]["explain"]["reading"] == reading
     assert f"explain matmul_tiled 4096x4096x4096 bf16: {reading}" in render_table(conf, rounds, sides, None)
     assert "| **spills** | 0 | 188 |" in render_markdown(conf, rounds, sides, None)
+
+
+def triton_knobs_json() -> str:
+    """What the installed Triton reads from autotune_cache_env's variables (a fresh process, no interpreter)."""
+    import triton
+    import triton.language as tl
+    from triton import knobs
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+    @triton.jit
+    def tuned(x_ptr, n, BLOCK: tl.constexpr):
+        tl.store(x_ptr + tl.arange(0, BLOCK), 0.0)
+
+    return json.dumps({"cache": knobs.autotuning.cache, "dir": knobs.cache.dir,
+                       "cache_results": tuned.cache_results})
+
+
+def test_the_autotune_cache_environment_is_what_the_installed_triton_reads(tmp_path):
+    # Triton's autotuner writes its timings under TRITON_CACHE_DIR and reads them back in the next
+    # process when autotune caching is on (triton/knobs.py: autotuning.cache, cache.dir).
+    from perfci.measure.runner import autotune_cache_env
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
+    env.update(autotune_cache_env(tmp_path / "cur"), PYTHONPATH=str(ROOT))
+    code = "import tests.confirm.test_warm as t; print(t.triton_knobs_json())"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"cache": True, "dir": str(tmp_path / "cur"), "cache_results": True}
+
+
+SEEN_ENV = """\
+import os
+
+
+def mm(a, b):  # notes the Triton cache its worker process was given, then multiplies
+    with open(os.path.join(os.path.dirname(__file__), "seen.txt"), "a") as fh:
+        fh.write(f"{os.environ.get('TRITON_CACHE_DIR')}|{os.environ.get('TRITON_CACHE_AUTOTUNING')}\\n")
+    return a @ b
+"""
+
+
+def test_each_side_autotunes_into_a_cache_of_its_own_removed_with_the_session(tmp_path):
+    from types import SimpleNamespace
+
+    from perfci.confirm.warm import SuiteSpec, WarmSides
+    from perfci.model import CaseSpec
+
+    sides = []
+    for name in ("base", "cur"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "team.py").write_text(SEEN_ENV)
+        sides.append(SimpleNamespace(name=name, path=str(tmp_path / name)))
+    spec = SuiteSpec("t", (CaseSpec("team:mm", 4, 8, 8, "fp32"),), device="cpu", repeats=1, iters=1,
+                     timeout_s=300.0)
+    notes: list[str] = []
+    with WarmSides(spec, sides, notes.append) as warm:
+        for side in (*sides, *sides):  # two runs a side: the same cache both times
+            values, why = warm.measure(side)
+            assert why == "" and list(values) == [("team:mm", "4x8x8", "fp32")], notes
+    seen = {side.name: set((tmp_path / side.name / "seen.txt").read_text().splitlines()) for side in sides}
+    (base,), (cur,) = seen["base"], seen["cur"]
+    base_dir, cur_dir = (Path(line.split("|")[0]) for line in (base, cur))
+    assert base.endswith("|1") and cur.endswith("|1")
+    assert (base_dir.name, cur_dir.name) == ("base", "cur") and base_dir.parent == cur_dir.parent
+    assert base_dir.parent.name.startswith("perfci-autotune-") and not base_dir.parent.exists()
