@@ -105,3 +105,32 @@ def test_runs_of_one_source_with_two_configs_are_a_flip_whatever_side_they_are_o
     assert find_flip([_row("32", "", 12.0)], [_row("64", "", 10.1)], Verdict.REGRESSED) is None
     assert find_flip([replace(_row("32", "s1", 12.0), kernels=())], [_row("64", "s1", 10.1)],
                      Verdict.REGRESSED) is None
+
+
+def test_a_history_store_whose_nights_of_one_source_ran_two_configs_makes_tonight_a_flip(tmp_path):
+    # Three stored nights at tonight's source: the autotuner chose BLOCK_N 128 on the second, 64 on the
+    # others and tonight. Every night is equally fast: the pooled compare alone would call it unchanged.
+    from perfci.history import store
+    from tests.history.synth import night_rows, write_rows
+
+    key = ("matmul_tiled", "64x6144x768", "bf16")
+
+    def night(i, block_n, source="s1"):
+        rows = night_rows(i)
+        for r in rows:
+            if (r["kernel"], r["shape"], r["dtype"]) == key:
+                r.update(launch=f"k:grid=48x1x1,BLOCK_N={block_n},num_warps=4", source=f"k:{source}")
+        return write_rows(tmp_path / f"n{i}.csv", rows)
+
+    store.add_runs(tmp_path / "st", [str(night(0, 64)), str(night(1, 128)), str(night(2, 64))])
+    r = perfci("compare", tmp_path / "st", night(9, 64), "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    case = next(c for c in json.loads(r.stdout)["cases"] if (c["kernel"], c["shape"], c["dtype"]) == key)
+    assert case["verdict"] == "config-flip" and case["flip"]["was"] == "unchanged"
+    assert [(c["config"], c["seen_in"]) for c in case["flip"]["configs"]] == [
+        ("k BLOCK_N=64 num_warps=4", "base (2 runs), cur"), ("k BLOCK_N=128 num_warps=4", "base")]
+    # The stored nights of an older source: tonight's source ran one config, nothing to flip.
+    store.add_runs(tmp_path / "old", [str(night(3, 64, "s0")), str(night(4, 128, "s0")), str(night(5, 64, "s0"))])
+    r = perfci("compare", tmp_path / "old", night(10, 64), "--format", "json")
+    case = next(c for c in json.loads(r.stdout)["cases"] if (c["kernel"], c["shape"], c["dtype"]) == key)
+    assert r.returncode == 0 and case["verdict"] == "unchanged"
