@@ -25,14 +25,12 @@ run`` has); it should randomise the offset as well, and is not yet measured on a
 """
 from __future__ import annotations
 
-import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 from perfci.errors import PerfciError
-from perfci.measure.runner import autotune_cache_env
 from perfci.model import CaseSpec
 
 
@@ -75,11 +73,9 @@ class WarmSides:
         options = RunOptions(iters=spec.iters, repeats=spec.repeats, timeout_s=spec.timeout_s,
                              isolation=spec.isolation)
         try:
-            tuned = self._autotune_dirs()
             for side in self._sides:
                 # The revision's project root: its [tool.perfci] names the kernel modules, imported from there.
-                runner = self._stack.enter_context(CaseRunner(options, Path(side.path) / spec.project_subdir,
-                                                              env=autotune_cache_env(tuned / side.name)))
+                runner = self._stack.enter_context(CaseRunner(options, Path(side.path) / spec.project_subdir))
                 self.device = runner.resolve_device(spec.device)
                 if self.device not in spec.devices:
                     raise PerfciError(f"suite '{spec.suite}' is sized for {', '.join(spec.devices)}, and no "
@@ -98,13 +94,6 @@ class WarmSides:
 
     def __exit__(self, *exc) -> None:
         self._stack.close()
-
-    def _autotune_dirs(self) -> Path:
-        """One directory for the session, removed at exit, with a Triton cache per side below it:
-        each revision autotunes once and keeps its choice for every run, and no revision reads
-        another's (:func:`perfci.measure.runner.autotune_cache_env`)."""
-        tmp = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="perfci-autotune-"))
-        return Path(tmp)
 
     def measure(self, side) -> tuple[dict[tuple[str, ...], float], str]:
         results, envs = [], []

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from perfci.errors import PerfciError
 from perfci.procs import kill_process_group
@@ -90,23 +90,8 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None]):
     return lock  # acquired: the caller releases it
 
 
-def autotune_cache_env(cache_dir: str | os.PathLike) -> dict[str, str]:
-    """The environment in which a worker's Triton autotunes once and keeps its choice in ``cache_dir``.
-
-    ``@triton.autotune`` benchmarks its configs again in every new process, and a close race can
-    go either way; with ``TRITON_CACHE_AUTOTUNING`` the first process's timings are written under
-    ``TRITON_CACHE_DIR`` (keyed by the kernel's source, the configs and the tuning key) and every
-    later process of the same revision reads them back (triton/knobs.py ``autotuning.cache``,
-    ``cache.dir``). Triton's compiled kernels land there too, so a directory per revision keeps
-    one revision's choice from another's. The interpreter never autotunes nor caches.
-    """
-    return {"TRITON_CACHE_DIR": os.fspath(cache_dir), "TRITON_CACHE_AUTOTUNING": "1"}
-
-
-def _worker_env(root: Path, device: str | None, tool: Path | None = None,
-                extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def _worker_env(root: Path, device: str | None, tool: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(extra or {})
     # Kernels come from the project checkout (so bisect and confirm measure each
     # commit's own); perfci itself from ``tool``, a folder holding only a link to
     # this process's package, so the worker speaks this parent's protocol even
@@ -250,12 +235,9 @@ class CaseRunner:
     without importing torch in this process.
     """
 
-    def __init__(self, options: RunOptions, root: Path, *, env: Mapping[str, str] | None = None):
-        """``env``: set in every worker process's environment, over this process's
-        (:func:`autotune_cache_env`: a revision's own autotune cache)."""
+    def __init__(self, options: RunOptions, root: Path):
         self.options = options
         self.root = root
-        self.extra_env = dict(env or {})
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._server: WorkerServer | None = None
         self._servers_started = 0
@@ -285,7 +267,7 @@ class CaseRunner:
         log = self.workdir / f"server{self._servers_started}.log"
         self._servers_started += 1
         server = WorkerServer(self.options.worker, self.options.isolation,
-                              _worker_env(self.root, self._device, self.workdir / "tool", self.extra_env), log,
+                              _worker_env(self.root, self._device, self.workdir / "tool"), log,
                               cwd=self.workdir / "tool")  # `python -m` puts the cwd first on sys.path
         if self._device is not None:
             server.configure(self._device)
@@ -369,7 +351,7 @@ class CaseRunner:
             proc = subprocess.Popen(
                 [*self.options.worker, str(req_path), str(res_path)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_env(self.root, self._device, self.workdir / "tool", self.extra_env),
+                env=_worker_env(self.root, self._device, self.workdir / "tool"),
                 cwd=self.workdir / "tool",  # `python -m` puts the cwd first on sys.path
                 start_new_session=True,  # its own process group, so a kill takes its children too
             )
