@@ -85,17 +85,22 @@ def _median(runs: Sequence[tuple[str, float | None]]) -> float | None:
     return statistics.median(times) if times else None
 
 
+def _each(flip: ConfigFlip) -> str:
+    """``CONFIG in base: 28.3 us; CONFIG in cur: 57.2 us``."""
+    return "; ".join(f"{c.config} in {c.seen_in}" + (f": {c.median_us:.4g} us" if c.median_us else "")
+                     for c in flip.configs)
+
+
 def flip_reason(flip: ConfigFlip) -> str:
     """One line: the configs, where each ran and its time, and that the source is the same."""
-    each = "; ".join(f"{c.config} in {c.seen_in}" + (f" ({c.median_us:.4g} us)" if c.median_us else "")
-                     for c in flip.configs)
-    return f"kernel source unchanged, launched config differs: {each}"
+    return f"kernel source unchanged, launched config differs: {_each(flip)}"
 
 
 def with_flips(cmp: Comparison, base: Mapping[Key, Sequence[ResultRow]],
                cur: Mapping[Key, Sequence[ResultRow]]) -> Comparison:
     """``cmp`` with every case the times judged (regressed, improved, unchanged, inconclusive)
-    that is a flip (:func:`find_flip`) made ``config-flip``, and a note naming them."""
+    that is a flip (:func:`find_flip`) made ``config-flip``, and notes (which every renderer
+    prints): what a flip is and how to pin it, then each flip's configs, where they ran, their times."""
     cases, flipped = [], []
     for case in cmp.cases:
         flip = (find_flip(base.get(case.key, ()), cur.get(case.key, ()), Verdict(case.verdict))
@@ -103,22 +108,18 @@ def with_flips(cmp: Comparison, base: Mapping[Key, Sequence[ResultRow]],
         if flip is None:
             cases.append(case)
             continue
-        flipped.append(case)
-        cases.append(replace(case, verdict=Verdict.CONFIG_FLIP, reason=flip_reason(flip), flip=flip))
+        flipped.append(replace(case, verdict=Verdict.CONFIG_FLIP, reason=flip_reason(flip), flip=flip))
+        cases.append(flipped[-1])
     if not flipped:
         return cmp
     cases.sort(key=lambda c: c.severity_key())
-    names = ", ".join(f"{c.kernel} {c.shape}" for c in flipped[:4]) + (" ..." if len(flipped) > 4 else "")
-    note = (f"{len(flipped)} case(s) launched another config with the kernel source unchanged (config-flip: "
-            f"an autotuner's choice, not the code; not regressed, not unchanged, and not for confirm): {names}")
-    return replace(cmp, cases=tuple(cases), summary=summarize(cases), notes=cmp.notes + (note,))
+    notes = [f"{len(flipped)} case(s) launched another config with the kernel source unchanged (config-flip: "
+             f"an autotuner's choice, not the code; not regressed, not unchanged, and not for confirm); {PIN}"]
+    notes += [flip_note(c.kernel, c.shape, c.dtype, c.flip) for c in flipped if c.flip is not None]
+    return replace(cmp, cases=tuple(cases), summary=summarize(cases), notes=cmp.notes + tuple(notes))
 
 
-def flip_lines(kernel: str, shape: str, dtype: str, flip: ConfigFlip) -> list[str]:
-    """Plain text: the case, each config with where it ran and its time, and how to pin it."""
-    out = [f"config-flip {kernel} {shape} {dtype}: kernel source unchanged, another config launched "
-           f"(the times alone said {flip.was})"]
-    out += [f"  {c.config}  in {c.seen_in}" + (f": {c.median_us:.4g} us" if c.median_us else "")
-            for c in flip.configs]
-    out.append(f"  to pin it: {flip.pin}")
-    return out
+def flip_note(kernel: str, shape: str, dtype: str, flip: ConfigFlip) -> str:
+    """One line for the notes every renderer prints: the case, each config where it ran and its time."""
+    return f"config-flip {kernel} {shape} {dtype} (the times alone: {flip.was}): {_each(flip)}"
+

@@ -13,7 +13,6 @@ from dataclasses import asdict
 
 from perfci.compare.comparison import CaseComparison, Comparison
 from perfci.compare.explain import explain_json, explain_lines
-from perfci.compare.flips import flip_lines
 from perfci.compare.identity import identity_lines
 from perfci.verdict import CASE_VERDICTS, Verdict
 
@@ -99,8 +98,6 @@ def render_table(cmp: Comparison) -> str:
     out.extend(f"note: {n}" for n in cmp.notes)
     for c in cmp.cases:
         out.extend(([""] + explain_lines(c)) if c.explain else [])
-    for c in cmp.cases:
-        out.extend(([""] + flip_lines(c.kernel, c.shape, c.dtype, c.flip)) if c.flip is not None else [])
     return "\n".join(out) + "\n"
 
 
@@ -139,20 +136,7 @@ def render_markdown(cmp: Comparison, max_rows: int = 50) -> str:
         out.extend(table(quiet))
         out.append("\n</details>")
     out.extend(_md_explain(cmp))
-    out.extend(_md_flips(cmp))
     return "\n".join(out) + "\n"
-
-
-def _md_flips(cmp: Comparison) -> list[str]:
-    """The config flips under their own heading: each config, where it ran, its time, and how to pin it."""
-    flipped = [c for c in cmp.cases if c.flip is not None]
-    if not flipped:
-        return []
-    out = ["", "#### Config flips (kernel source unchanged, another config launched: not a regression)"]
-    for c in flipped:
-        lines = flip_lines(c.kernel, c.shape, c.dtype, c.flip)
-        out += ["", f"- {_md_escape(lines[0])}"] + [f"  - {_md_escape(line.strip())}" for line in lines[1:]]
-    return out
 
 
 def _md_explain(cmp: Comparison) -> list[str]:

@@ -107,9 +107,9 @@ def _flips(o: core.Outcome) -> list[str]:
     """Each config flip: the configs launched, where and how fast, and how to pin it."""
     out: list[str] = []
     for c in [c for c in o.cases or () if c.flip]:
-        out += [f"- {_case(c.key)}: kernel source unchanged, another config launched (not a regression, "
+        out += [f"- {_cell(' '.join(c.key))}: kernel source unchanged, another config launched (not a regression, "
                 f"not confirmed)", "", "  | config | ran in | µs |", "  |---|---|---:|"]
-        out += [f"  | `{_cell(config)}` | {_cell(where)} | {us(t)} |" for config, where, t in c.flip]
+        out += [f"  | {_cell(config)} | {_cell(where)} | {us(t)} |" for config, where, t in c.flip]
         out += ["", f"  To pin it: {_cell(c.flip_pin)}", ""]
     return out
 

@@ -175,32 +175,3 @@ def test_reports_write_times_for_people_and_verdict_json_is_strict_json():
     issue = render.issue_md(o, d)
     assert issue.startswith("## perfci-nightly cpu tiny: ") and "c" * 40 in issue and "kernels/gemv.py" in issue
     assert "e+0" not in render.summary_md(o, d)
-
-
-def test_a_config_flip_is_never_confirmed_nor_red_and_strict_holds_it_undecided():
-    o = night(cases=(("config-flip", A), ("unchanged", B)))
-    assert core.flagged(o.cases) == () and core.flagged(o.cases, "regressed") == (B,)
-    d = core.decide(o)
-    assert (d.exit_code, d.confirmed_regression) == (0, False)
-    assert d.headline == "clean: 1 config-flip, 1 unchanged"
-    assert any(w.startswith("config flip: gemv 1x8x16 fp32 launched another config") for w in d.warnings)
-    strict = core.decide(replace(o, strict=True))
-    assert strict.exit_code == 3 and strict.headline.startswith("undecided: config flip: gemv 1x8x16 fp32")
-    # beside a confirmed regression the night is red for the regression, and the flip still said
-    red = core.decide(night(cases=(("config-flip", A), ("regressed", B)), confirmed=conf(("regressed", B))))
-    assert red.exit_code == 1 and any(w.startswith("config flip: gemv 1x8x16") for w in red.warnings)
-
-
-def test_the_reports_list_flips_under_their_own_heading_with_each_config_and_how_to_pin_it():
-    flip = Judged(*A, "config-flip", "kernel source unchanged", 10.0, 20.0, 2.0,
-                  flip=(("gemv_kernel BLOCK_K=32", "base", 10.0), ("gemv_kernel BLOCK_K=16", "cur", 20.0)),
-                  flip_pin="keep only the chosen triton.Config")
-    o = night(cases=None)
-    o = replace(o, cases=(flip, Judged(*B, "unchanged", ratio=1.0)))
-    d = core.decide(o)
-    for text, heading in ((render.summary_md(o, d), "#### Config flips"), (render.issue_md(o, d), "### Config flips")):
-        section = text[text.index(heading):]
-        assert "`gemv 1x8x16 fp32`" in section and "| `gemv_kernel BLOCK_K=32` | base | 10.0 |" in section
-        assert "| `gemv_kernel BLOCK_K=16` | cur | 20.0 |" in section
-        assert "To pin it: keep only the chosen triton.Config" in section
-    assert "Config flips" not in render.summary_md(night(), core.decide(night()))

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import json
 
+from dataclasses import replace
+
+from perfci.nightly import core, render
 from tests.bisect.synth import git
 from tests.nightly.conftest import commit, read_rows, stage, verdict, write_rows
+from tests.nightly.test_core import A, B, conf
+from tests.nightly.test_core import night as outcome
 from tests.nightly.test_gate import night, times
 
 FLIPPED = ["gemv", "1x8x16", "fp32"]
@@ -56,7 +61,8 @@ def test_a_flip_is_not_confirmed_is_reported_under_its_own_heading_and_the_night
     for name, heading in (("summary.md", "#### Config flips"), ("issue.md", "### Config flips")):
         text = (out / name).read_text()
         section = text[text.index(heading):]
-        assert "`gemv 1x8x16 fp32`" in section and "BLOCK_K=32" in section and "BLOCK_K=16" in section
+        assert "gemv 1x8x16 fp32: kernel source unchanged" in section
+        assert "BLOCK_K=32" in section and "BLOCK_K=16" in section
         assert "300" in section and "To pin it:" in section  # tonight's config's time, 3 x 100 us
 
     strict = night(repo, tmp_path / "strict", "--run", str(run_csv), "--baseline", str(base_csv), "--strict")
@@ -76,3 +82,33 @@ def test_the_same_config_change_with_the_source_changed_is_a_regression_for_conf
     assert v["flagged"] == [FLIPPED] and v["cases"][0]["verdict"] == "regressed"
     assert "regression (compare; not confirmed" in v["verdict"]
     assert "Config flips" not in (out / "summary.md").read_text()
+
+
+def test_a_config_flip_is_never_confirmed_nor_red_and_strict_holds_it_undecided():
+    o = outcome(cases=(("config-flip", A), ("unchanged", B)))
+    assert core.flagged(o.cases) == () and core.flagged(o.cases, "regressed") == (B,)
+    d = core.decide(o)
+    assert (d.exit_code, d.confirmed_regression) == (0, False)
+    assert d.headline == "clean: 1 config-flip, 1 unchanged"
+    assert any(w.startswith("config flip: gemv 1x8x16 fp32 launched another config") for w in d.warnings)
+    strict = core.decide(replace(o, strict=True))
+    assert strict.exit_code == 3 and strict.headline.startswith("undecided: config flip: gemv 1x8x16 fp32")
+    # beside a confirmed regression the night is red for the regression, and the flip still said
+    red = core.decide(outcome(cases=(("config-flip", A), ("regressed", B)), confirmed=conf(("regressed", B))))
+    assert red.exit_code == 1 and any(w.startswith("config flip: gemv 1x8x16") for w in red.warnings)
+
+
+def test_the_reports_list_flips_under_their_own_heading_with_each_config_and_how_to_pin_it():
+    flip = core.Judged(*A, "config-flip", "kernel source unchanged", 10.0, 20.0, 2.0,
+                       flip=(("gemv_kernel BLOCK_K=32", "base", 10.0), ("gemv_kernel BLOCK_K=16", "cur", 20.0)),
+                       flip_pin="keep only the chosen triton.Config")
+    o = replace(outcome(cases=None), cases=(flip, core.Judged(*B, "unchanged", ratio=1.0)))
+    d = core.decide(o)
+    for text, heading in ((render.summary_md(o, d), "#### Config flips"),
+                          (render.issue_md(o, d), "### Config flips")):
+        section = text[text.index(heading):]
+        assert "- gemv 1x8x16 fp32: kernel source unchanged" in section
+        assert "| gemv_kernel BLOCK_K=32 | base | 10.0 |" in section
+        assert "| gemv_kernel BLOCK_K=16 | cur | 20.0 |" in section
+        assert "To pin it: keep only the chosen triton.Config" in section
+    assert "Config flips" not in render.summary_md(outcome(), core.decide(outcome()))
