@@ -27,8 +27,9 @@ from perfci.verdict import TESTED, Verdict
 
 Key = tuple[str, str, str]
 
-PIN = ("pin the config so that every process launches the same one: for @triton.autotune, keep only the "
-       "chosen triton.Config for this case's key (or launch the plain @triton.jit kernel with it); for a "
+# No "@" in it: in an issue or a PR comment "@triton" would be a mention.
+PIN = ("pin the config so that every process launches the same one: for a triton.autotune kernel, keep only "
+       "the chosen triton.Config for this case's key (or launch the plain triton.jit kernel with it); for a "
        "library's own autotuner, its own way to fix a config (a fixed config or its tuning cache); "
        "then measure again")
 

@@ -49,7 +49,7 @@ def test_a_config_that_changed_with_the_source_unchanged_is_a_flip_not_a_regress
     assert (slow.flip.was, fast.flip.was) == (Verdict.REGRESSED, Verdict.IMPROVED)
     assert slow.raw_ratio > 2.0
     assert [(c.config, c.seen_in, c.median_us) for c in slow.flip.configs] == [(WAS, "base", 28.3), (NOW, "cur", 57.2)]
-    assert slow.flip.pin == PIN and "@triton.autotune" in PIN and "library" in PIN
+    assert slow.flip.pin == PIN and "triton.autotune kernel" in PIN and "library" in PIN and "@" not in PIN
     assert not cmp.regressed and cmp.inconclusive  # neither regressed nor unchanged
     assert cmp.summary.counts[Verdict.CONFIG_FLIP] == 2 and cmp.summary.counts[Verdict.UNCHANGED] == 6
     assert cmp.summary.worst == ()
@@ -84,7 +84,7 @@ def test_compare_exits_0_on_a_flip_3_under_strict_and_renders_the_configs_their_
     assert "note: 2 case(s) launched another config with the kernel source unchanged" in text and PIN in text
 
     md = render_markdown(compare(read_results(DATA / "flip_base.csv"), read_results(DATA / "flip_cur.csv")))
-    assert f"- {flip_line}" in md.splitlines() and "@triton.autotune" in md
+    assert f"- {flip_line}" in md.splitlines() and "keep only the chosen triton.Config" in md
 
 
 def _row(config: str, source: str, us: float):
