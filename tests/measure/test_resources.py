@@ -8,6 +8,7 @@ launch's config and source, and no resources.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -250,6 +251,7 @@ def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
     assert resources["regs"] == "42" and resources["occupancy"] != ""
+    assert len(kernels[0]["source"]) == 16  # the JIT function's cache_key, hashed
 
 
 def library_cache_json() -> str:
@@ -260,7 +262,8 @@ def library_cache_json() -> str:
     cached = object.__new__(CompiledKernel)  # as FlagGems' LibEntry keeps it after the first call
     cached.name, cached.asm, cached.n_regs, cached.n_spills = "mm_kernel", {}, 128, 0
     cached.metadata = SimpleNamespace(shared=65536, num_warps=8, num_stages=3)
-    cached.src = SimpleNamespace(fn=SimpleNamespace(arg_names=["a", "b", "c", "BLOCK_M", "BLOCK_N"]),
+    cached.src = SimpleNamespace(fn=SimpleNamespace(arg_names=["a", "b", "c", "BLOCK_M", "BLOCK_N"],
+                                                    cache_key="9f86d081884c7d65"),  # the JIT function's
                                  constants={(3,): 128, (4,): 64})
     return json.dumps(record_launches(SimpleNamespace(run=lambda: cached[(32, 64, 1)]("a", "b", "c")), "sm_90", True))
 
@@ -271,3 +274,5 @@ def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_con
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_M"], launch["BLOCK_N"], launch["num_warps"]) == ("32x64x1", "128", "64", "8")
     assert (resources["regs"], resources["shared"]) == ("128", "65536")
+    # its source: the hash of the JIT function's cache_key, the same whatever config the library chose
+    assert kernels[0]["source"] == hashlib.sha256(b"9f86d081884c7d65").hexdigest()[:16]
