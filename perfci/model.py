@@ -94,13 +94,15 @@ class KernelRecord:
     ``source``: a hash of the kernel's source apart from its config (Triton's
     ``cache_key`` of the JIT function, or its source text in the interpreter), so
     that "config changed, source unchanged" (an autotuner's flip) is decidable;
-    "" when not recorded.
+    "" when not recorded. For an autotuned kernel the hash covers the autotuner's
+    configs and key as well (``autotuned``).
     """
 
     name: str
     launch: tuple[tuple[str, str], ...] = ()
     resources: tuple[tuple[str, str], ...] = ()
     source: str = ""
+    autotuned: bool = False  # launched by an autotuner: its config may differ from process to process
 
     @property
     def config(self) -> tuple[tuple[str, str], ...]:

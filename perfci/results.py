@@ -53,8 +53,10 @@ PLACEMENT_COLUMNS = ("shard", "case_index", "selection")
 # ``NAME:key=value,key=value`` (see KernelRecord): ``launch`` its grid
 # (``64x8x1``) and config, ``resources`` its registers, spills, shared memory
 # and occupancy (empty on the CPU interpreter), ``source`` its source's hash apart
-# from the config (``NAME:HASH``). All empty for vendor-library cases.
+# from the config (``NAME:HASH``, ``NAME:HASH:autotuned`` when an autotuner chose
+# the config). All empty for vendor-library cases.
 KERNEL_COLUMNS = ("launch", "resources", "source")
+AUTOTUNED = ":autotuned"  # after a source's hash: an autotuner chose the kernel's config
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 REQUIRED_COLUMNS = ("kernel", "shape", "dtype", "median_us", "repeats_us", "status")
@@ -140,7 +142,8 @@ def format_kernels(kernels: Sequence[KernelRecord]) -> tuple[str, str, str]:
         return ";".join(f"{k.name}:" + ",".join(f"{key}={value}" for key, value in getattr(k, part))
                         for k in kernels)
 
-    sources = ";".join(f"{k.name}:{k.source}" for k in kernels) if any(k.source for k in kernels) else ""
+    sources = ";".join(f"{k.name}:{k.source}" + (AUTOTUNED if k.autotuned else "") for k in kernels) \
+        if any(k.source for k in kernels) else ""
     return cell("launch"), cell("resources"), sources
 
 
@@ -170,24 +173,26 @@ def parse_kernels(launch: str, resources: str, source: str = "") -> tuple[Kernel
         raise ValueError("resources: names other kernels than launch")
     names = [n for n, _ in (lau or res)]
     sources = _parse_sources(source, names)
-    return tuple(KernelRecord(name, lau[i][1] if lau else (), res[i][1] if res else (), sources[i])
+    return tuple(KernelRecord(name, lau[i][1] if lau else (), res[i][1] if res else (), *sources[i])
                  for i, name in enumerate(names))
 
 
-def _parse_sources(text: str, names: Sequence[str]) -> list[str]:
-    """The ``source`` cell (``NAME:HASH;...``), one hash per kernel of ``names`` ("" each when empty)."""
+def _parse_sources(text: str, names: Sequence[str]) -> list[tuple[str, bool]]:
+    """The ``source`` cell (``NAME:HASH;...``, ``NAME:HASH:autotuned``), (hash, autotuned) per kernel
+    of ``names`` (("", False) each when empty)."""
     entries = [e.strip() for e in text.split(";")] if text.strip() else []
     if not entries:
-        return [""] * len(names)
+        return [("", False)] * len(names)
     out = []
     for entry in entries:
-        name, colon, digest = (part.strip() for part in entry.partition(":"))
+        tuned = entry.endswith(AUTOTUNED)
+        name, colon, digest = (part.strip() for part in entry.removesuffix(AUTOTUNED).partition(":"))
         if not colon or not _WORD.match(name) or not _VALUE.match(digest):
-            raise ValueError(f"source: '{entry[:40]}' is not NAME:HASH")
-        out.append((name, digest))
-    if [n for n, _ in out] != list(names):
+            raise ValueError(f"source: '{entry[:40]}' is not NAME:HASH or NAME:HASH{AUTOTUNED}")
+        out.append((name, digest, tuned))
+    if [n for n, _, _ in out] != list(names):
         raise ValueError("source: names other kernels than launch")
-    return [d for _, d in out]
+    return [(d, t) for _, d, t in out]
 
 
 def selection_id(keys: Iterable[tuple[str, str, str]]) -> str:

@@ -197,13 +197,14 @@ def test_no_kernels_write_empty_cells_and_files_without_the_columns_still_read(t
 
 def test_each_kernel_s_source_round_trips_and_the_interpreter_s_records_leave_resources_empty(tmp_path):
     # The interpreter reads no compiled resources; the launch and each kernel's source are still recorded.
-    cpu = (KernelRecord("splitk_partial_kernel", (("grid", "1x4x2"), ("BLOCK_M", "16")), (), "81d101fe14015f07"),
+    cpu = (KernelRecord("splitk_partial_kernel", (("grid", "1x4x2"), ("BLOCK_M", "16")), (), "81d101fe14015f07", True),
            KernelRecord("splitk_reduce_kernel", (("grid", "4x1x1"), ("BLOCK", "256")), (), "679f25afb6252201"))
     path = tmp_path / "r.csv"
     write_results(path, [result_to_row(replace(make_result(), kernels=cpu), ENV, "decode")])
     cells = read_results_cells(path)[1][0]
     assert cells["resources"] == ""
-    assert cells["source"] == "splitk_partial_kernel:81d101fe14015f07;splitk_reduce_kernel:679f25afb6252201"
+    assert cells["source"] == ("splitk_partial_kernel:81d101fe14015f07:autotuned;"
+                               "splitk_reduce_kernel:679f25afb6252201")
     row = read_results(path).rows[0]
     assert row.kernels == cpu
     assert row.kernels[0].config == (("BLOCK_M", "16"),)  # the config is the launch without its grid

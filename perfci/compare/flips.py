@@ -10,10 +10,15 @@ ran, its time, and how to pin it.
 
 What counts is what perfci saw launch (the ``launch`` and ``source`` columns,
 :class:`perfci.model.KernelRecord`): the runs of the case whose kernels have
-tonight's source, base and cur alike, launched two or more configs. A config
-that changed together with the source is a code change, judged as any other
-(``compare --explain`` names the config change). A run that recorded no kernel
-or no source (a vendor library, an older file) never makes a flip.
+tonight's source, base and cur alike, launched two or more configs, and the
+config is one that can move between processes: an autotuner launched the kernel
+(``autotuned``; its configs and key are part of the source hash, so a changed
+list of configs is a change of code), or one revision's runs (one git_sha)
+ran two configs. A config that changed together with the source is a code
+change, judged as any other (``compare --explain`` names the config change), and
+so is one a launcher's host code chose (a tile tuned by hand outside the JIT
+function). A run that recorded no kernel or no source (a vendor library, an
+older file) never makes a flip.
 """
 from __future__ import annotations
 
@@ -61,15 +66,30 @@ def find_flip(base: Sequence[ResultRow], cur: Sequence[ResultRow], was: Verdict)
         return None
     source = tonight[0][0]
     seen: dict[_Configs, list[tuple[str, float | None]]] = {}
+    group = []
     for side, rows in (("base", base), ("cur", cur)):
         for row in rows:
             ident = identity(row)
             if ident is not None and ident[0] == source:
                 seen.setdefault(ident[1], []).append((side, row.median_us))
-    if len(seen) < 2:
+                group.append((row, ident[1]))
+    if len(seen) < 2 or not _chosen_per_process(group):
         return None
     return ConfigFlip(tuple(FlipConfig(config_text(configs), _where(runs), _median(runs))
                             for configs, runs in seen.items()), was, PIN)
+
+
+def _chosen_per_process(group: Sequence[tuple[ResultRow, _Configs]]) -> bool:
+    """Whether these runs' configs can differ without a change of code: an autotuner launched the
+    kernel, or one revision (git_sha) ran two configs. A config that a launcher's host code chose
+    (a tile tuned by hand, in Python outside the JIT function) changed with the code: not a flip."""
+    if any(k.autotuned for row, _ in group for k in row.kernels):
+        return True
+    by_sha: dict[str, set[_Configs]] = {}
+    for row, configs in group:
+        if row.git_sha:
+            by_sha.setdefault(row.git_sha, set()).add(configs)
+    return any(len(configs) > 1 for configs in by_sha.values())
 
 
 def _where(runs: Sequence[tuple[str, float | None]]) -> str:

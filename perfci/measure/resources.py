@@ -21,12 +21,15 @@ case is still measured.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import inspect
 import textwrap
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES, amd_occupancy, nvidia_occupancy
+from perfci.compile.capture import TUNERS
 from perfci.compile.report import AMD_KNOBS
 from perfci.compile.resources import parse_amdgcn
 from perfci.model import KernelRecord
@@ -79,31 +82,80 @@ def resource_fields(kernel: Any, arch: str) -> dict[str, str]:
     return out
 
 
-def kernel_record(kernel: Any, grid: Sequence[int], kwargs: Mapping[str, Any], arch: str,
-                  source: str = "") -> KernelRecord:
+def kernel_record(kernel: Any, grid: Sequence[int], kwargs: Mapping[str, Any], arch: str) -> KernelRecord:
     fields = launch_fields(grid, kwargs, kernel.metadata)
-    return KernelRecord(str(kernel.name), tuple(fields.items()), tuple(resource_fields(kernel, arch).items()),
-                        source)
+    return KernelRecord(str(kernel.name), tuple(fields.items()), tuple(resource_fields(kernel, arch).items()))
 
 
-def source_id(fn: Any) -> str:
+def source_id(fn: Any, tuner: Any = None) -> str:
     """A hash of a launched kernel's source, the same whatever config it is launched with ("" unknown).
 
     A JIT function's Triton ``cache_key`` (its source, the JIT functions it calls and the
     constexpr globals it reads; Triton recompiles when it changes; it also changes when the
     kernel moves within its file, which then reads as a source change: judged as any change);
-    in the interpreter, which has no such key, the function's source text.
+    in the interpreter, which has no such key, the function's source text. With the autotuner
+    that launched it, its configs and key too: the choice may move, the choices may not.
     """
-    compiled = getattr(fn, "kernel", None)  # a library's own compiled kernel (capture._Compiled)
-    if compiled is not None:
-        fn = getattr(getattr(compiled, "src", None), "fn", None)
+    fn = _jit_function(fn)
     try:
         key = getattr(fn, "cache_key", None)
         if not isinstance(key, str) or not key:
             key = textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn)))
     except (OSError, TypeError, AttributeError):
         return ""
+    if tuner is not None:
+        key += "|" + repr([str(c) for c in getattr(tuner, "configs", ())]) + repr(getattr(tuner, "keys", ()))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def _jit_function(fn: Any) -> Any:
+    compiled = getattr(fn, "kernel", None)  # a library's own compiled kernel (capture._Compiled)
+    return getattr(getattr(compiled, "src", None), "fn", None) if compiled is not None else fn
+
+
+def tuner_of(fn: Any) -> Any:
+    """The autotuner that launches ``fn`` (None: its host code chose the config).
+
+    Seen launching it (:data:`perfci.compile.capture.TUNERS`), or, for a kernel a library
+    launches from its own cache of compiled kernels (which skips the autotuner after its
+    first call), an ``Autotuner`` (Triton's, or a library's built on it) that wraps it.
+    """
+    jit = _jit_function(fn)
+    if jit is None:
+        return None
+    if id(jit) in TUNERS:
+        return TUNERS[id(jit)]
+    if fn is jit:  # launched as it is: its host code chose the config
+        return None
+    if id(jit) not in _WRAPPED:
+        try:
+            from triton.runtime.autotuner import Autotuner  # lazy: triton (absent for vendor libraries)
+        except ImportError:
+            return None
+        _WRAPPED[id(jit)] = _wrapping(jit, Autotuner)
+    return _WRAPPED[id(jit)]
+
+
+# id(JIT function) -> the Autotuner found wrapping it (or None), once per process: a search of the heap.
+_WRAPPED: dict[int, Any] = {}
+
+
+def _wrapping(jit: Any, kind: type) -> Any:
+    """An object of ``kind`` whose ``fn`` is ``jit``, directly or through one wrapper (``Heuristics``)."""
+    frontier = [jit]
+    for _ in range(2):
+        wrappers = []
+        for inner in frontier:
+            for ref in gc.get_referrers(inner):
+                owners = [o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref] \
+                    if isinstance(ref, dict) else [ref]
+                for owner in owners:
+                    if getattr(owner, "fn", None) is inner:
+                        if isinstance(owner, kind):
+                            return owner
+                        wrappers.append(owner)
+        frontier = wrappers
+    return None
 
 
 def _name(fn: Any) -> str:
@@ -124,17 +176,18 @@ def record_launches(prepared: Any, arch: str, gpu: bool) -> dict:
         launches = getattr(prepared.run, "launches", ()) or _observed(prepared)
         if not launches:
             return {}
-        if gpu:
-            records = [kernel_record(fn.warmup(*args, grid=grid, **kwargs), grid, kwargs, arch, source_id(fn))
-                       for fn, grid, args, kwargs in launches]
-        else:
-            records = [KernelRecord(_name(fn), tuple(launch_fields(_grid(grid, fn, args, kwargs), kwargs).items()),
-                                    (), source_id(fn))
-                       for fn, grid, args, kwargs in launches]
+        records = []
+        for fn, grid, args, kwargs in launches:
+            tuner = tuner_of(fn)
+            if gpu:
+                record = kernel_record(fn.warmup(*args, grid=grid, **kwargs), grid, kwargs, arch)
+            else:
+                record = KernelRecord(_name(fn), tuple(launch_fields(_grid(grid, fn, args, kwargs), kwargs).items()))
+            records.append(replace(record, source=source_id(fn, tuner), autotuned=tuner is not None))
     except Exception as err:  # noqa: BLE001 - metadata must never sink a measurement
         return {"kernels_note": f"compiled resources not read ({type(err).__name__}: {str(err)[:200]})"}
     return {"kernels": [{"name": r.name, "launch": dict(r.launch), "resources": dict(r.resources),
-                         "source": r.source} for r in records]}
+                         "source": r.source, "autotuned": r.autotuned} for r in records]}
 
 
 def _grid(grid: Any, fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[int, ...]:
@@ -158,5 +211,5 @@ def records_from_result(data: Mapping[str, Any]) -> tuple[KernelRecord, ...]:
     """The worker result's ``kernels`` as records (for ``CaseResult.kernels``); () when absent."""
     return tuple(KernelRecord(str(k["name"]), tuple((str(a), str(b)) for a, b in k.get("launch", {}).items()),
                               tuple((str(a), str(b)) for a, b in k.get("resources", {}).items()),
-                              str(k.get("source") or ""))
+                              str(k.get("source") or ""), bool(k.get("autotuned")))
                  for k in data.get("kernels") or ())

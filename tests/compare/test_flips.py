@@ -6,6 +6,7 @@ library's int8 GEMM picked BLOCK_SIZE_N 32 / BLOCK_SIZE_K 256 / 4 warps in base'
 process and 128 / 128 / 8 in cur's (57.2 vs 28.3 us at M=64, 17.6 vs 25.4 us at
 M=16, as seen on the H200). ``flip_cur.csv`` has the same kernel source as base;
 ``flip_source_changed_cur.csv`` the same times and configs with the source changed.
+The kernels' sources are marked ``autotuned``, as perfci run records a kernel an autotuner launched.
 """
 from __future__ import annotations
 
@@ -87,10 +88,10 @@ def test_compare_exits_0_on_a_flip_3_under_strict_and_renders_the_configs_their_
     assert f"- {flip_line}" in md.splitlines() and "keep only the chosen triton.Config" in md
 
 
-def _row(config: str, source: str, us: float):
+def _row(config: str, source: str, us: float, sha: str = "a1b2c3d4e5f6", autotuned: bool = False):
     base = read_results(DATA / "flip_base.csv").by_key()[INT8_64]
-    kernel = KernelRecord("k", (("grid", "8x1x1"), ("BLOCK_N", config)), (), source)
-    return replace(base, kernels=(kernel,), median_us=us)
+    kernel = KernelRecord("k", (("grid", "8x1x1"), ("BLOCK_N", config)), (), source, autotuned)
+    return replace(base, kernels=(kernel,), median_us=us, git_sha=sha)
 
 
 def test_runs_of_one_source_with_two_configs_are_a_flip_whatever_side_they_are_on():
@@ -108,6 +109,29 @@ def test_runs_of_one_source_with_two_configs_are_a_flip_whatever_side_they_are_o
                      Verdict.REGRESSED) is None
 
 
+def test_a_config_the_host_code_chose_is_a_change_of_code_unless_one_revision_ran_two():
+    # Another commit, the JIT function's source the same, the tile chosen by the launcher's Python:
+    # a tile tuned by hand, judged as any change. With an autotuner, or within one commit, a flip.
+    assert find_flip([_row("32", "s1", 12.0, sha="good")], [_row("64", "s1", 10.1, sha="bad")],
+                     Verdict.IMPROVED) is None
+    assert find_flip([_row("32", "s1", 12.0, sha="good", autotuned=True)],
+                     [_row("64", "s1", 10.1, sha="bad", autotuned=True)], Verdict.IMPROVED) is not None
+    assert find_flip([_row("32", "s1", 12.0, sha="bad"), _row("64", "s1", 10.0, sha="good")],
+                     [_row("64", "s1", 10.1, sha="bad")], Verdict.IMPROVED) is not None
+
+
+def test_the_golden_flip_without_an_autotuner_is_regressed_and_improved(tmp_path):
+    # flip_cur.csv with the kernels' sources not marked autotuned: the launcher's host code picked
+    # the tiles in another commit, which is a change of code.
+    paths = []
+    for name in ("flip_base", "flip_cur"):
+        path = tmp_path / f"{name}.csv"
+        path.write_text((DATA / f"{name}.csv").read_text().replace(":autotuned", ""))
+        paths.append(path)
+    cases = by_key(compare(read_results(paths[0]), read_results(paths[1])))
+    assert (cases[INT8_64].verdict, cases[INT8_16].verdict) == (Verdict.REGRESSED, Verdict.IMPROVED)
+
+
 def test_a_history_store_whose_nights_of_one_source_ran_two_configs_makes_tonight_a_flip(tmp_path):
     # Three stored nights at tonight's source: the autotuner chose BLOCK_N 128 on the second, 64 on the
     # others and tonight. Every night is equally fast: the pooled compare alone would call it unchanged.
@@ -120,7 +144,7 @@ def test_a_history_store_whose_nights_of_one_source_ran_two_configs_makes_tonigh
         rows = night_rows(i)
         for r in rows:
             if (r["kernel"], r["shape"], r["dtype"]) == key:
-                r.update(launch=f"k:grid=48x1x1,BLOCK_N={block_n},num_warps=4", source=f"k:{source}")
+                r.update(launch=f"k:grid=48x1x1,BLOCK_N={block_n},num_warps=4", source=f"k:{source}:autotuned")
         return write_rows(tmp_path / f"n{i}.csv", rows)
 
     store.add_runs(tmp_path / "st", [str(night(0, 64)), str(night(1, 128)), str(night(2, 64))])

@@ -251,7 +251,8 @@ def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
     assert resources["regs"] == "42" and resources["occupancy"] != ""
-    assert len(kernels[0]["source"]) == 16  # the JIT function's cache_key, hashed
+    assert len(kernels[0]["source"]) == 16  # the JIT function's cache_key and its autotuner's configs, hashed
+    assert kernels[0]["autotuned"] is True
 
 
 def library_cache_json() -> str:
@@ -276,3 +277,4 @@ def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_con
     assert (resources["regs"], resources["shared"]) == ("128", "65536")
     # its source: the hash of the JIT function's cache_key, the same whatever config the library chose
     assert kernels[0]["source"] == hashlib.sha256(b"9f86d081884c7d65").hexdigest()[:16]
+    assert kernels[0]["autotuned"] is False  # no autotuner wraps it
