@@ -278,3 +278,41 @@ def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_con
     # its source: the hash of the JIT function's cache_key, the same whatever config the library chose
     assert kernels[0]["source"] == hashlib.sha256(b"9f86d081884c7d65").hexdigest()[:16]
     assert kernels[0]["autotuned"] is False  # no autotuner wraps it
+
+
+TUNED_KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 0.0, mask=offs < n)
+"""
+
+
+def test_a_library_s_cached_kernel_is_known_autotuned_by_the_autotuner_that_wraps_it(tmp_path, monkeypatch):
+    # A library launches its compiled kernel from a cache of its own after the first call: no autotuner
+    # runs then, but one (Triton's, or the library's built on it) still wraps the JIT function.
+    import importlib.util
+
+    from perfci.compile.capture import _Compiled
+    from perfci.measure.resources import source_id, tuner_of
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = tmp_path / "lib_tuned.py"
+    path.write_text(TUNED_KERNEL)
+    spec = importlib.util.spec_from_file_location("lib_tuned", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tuner = module.tuned_kernel
+    cached = _Compiled(SimpleNamespace(name="tuned_kernel", src=SimpleNamespace(fn=tuner.fn)))
+    assert tuner_of(cached) is tuner
+    assert tuner_of(tuner.fn) is None  # launched as it is, never seen under an autotuner: its host code chose
+    # The autotuner's configs are part of the source: another list of configs is another source.
+    hashed = source_id(cached, tuner)
+    assert hashed != source_id(cached) != ""
+    tuner.configs = tuner.configs[:1]
+    assert source_id(cached, tuner) != hashed
