@@ -130,9 +130,10 @@ def tuner_of(fn: Any) -> Any:
     if id(jit) not in _WRAPPED:
         try:
             from triton.runtime.autotuner import Autotuner  # lazy: triton (absent for vendor libraries)
+            from triton.runtime.jit import KernelInterface
         except ImportError:
             return None
-        _WRAPPED[id(jit)] = _wrapping(jit, Autotuner)
+        _WRAPPED[id(jit)] = _wrapping(jit, Autotuner, KernelInterface)
     return _WRAPPED[id(jit)]
 
 
@@ -140,15 +141,16 @@ def tuner_of(fn: Any) -> Any:
 _WRAPPED: dict[int, Any] = {}
 
 
-def _wrapping(jit: Any, kind: type) -> Any:
-    """An object of ``kind`` whose ``fn`` is ``jit``, directly or through one wrapper (``Heuristics``)."""
+def _wrapping(jit: Any, kind: type, wrapper: type) -> Any:
+    """An object of ``kind`` whose ``fn`` is ``jit``, directly or through one other ``wrapper``
+    (Triton's ``KernelInterface``: ``Heuristics``); only such objects are looked into."""
     frontier = [jit]
     for _ in range(2):
         wrappers = []
         for inner in frontier:
             for ref in gc.get_referrers(inner):
-                owners = [o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref] \
-                    if isinstance(ref, dict) else [ref]
+                owners = [o for o in gc.get_referrers(ref) if isinstance(o, wrapper) and o.__dict__ is ref] \
+                    if isinstance(ref, dict) else [ref] if isinstance(ref, wrapper) else []
                 for owner in owners:
                     if getattr(owner, "fn", None) is inner:
                         if isinstance(owner, kind):
