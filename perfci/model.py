@@ -91,11 +91,23 @@ class KernelRecord:
     ``resources``: regs (NVIDIA: per thread; AMD: the unified VGPR+AGPR count),
     vgprs/agprs/sgprs (AMD), spills, scratch, shared (bytes), occupancy and
     occ_limit (what bounds it). Values are text, as in the CSV; absent when unknown.
+    ``source``: a hash of the kernel's source apart from its config (Triton's
+    ``cache_key`` of the JIT function, or its source text in the interpreter), so
+    that "config changed, source unchanged" (an autotuner's flip) is decidable;
+    "" when not recorded. For an autotuned kernel the hash covers the autotuner's
+    configs and key as well (``autotuned``).
     """
 
     name: str
     launch: tuple[tuple[str, str], ...] = ()
     resources: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+    autotuned: bool = False  # launched by an autotuner: its config may differ from process to process
+
+    @property
+    def config(self) -> tuple[tuple[str, str], ...]:
+        """The launch without its grid: the block sizes, warps and stages an autotuner chooses."""
+        return tuple((k, v) for k, v in self.launch if k != "grid")
 
     def value(self, key: str) -> str:
         """``key`` from launch or resources ("" when not recorded)."""

@@ -28,8 +28,8 @@ from perfci.model import (STATUSES, CaseResult, Environment, KernelRecord, Resul
 
 # 2: clock_source, gate and stalls (2026-11-30); 3: shard, case_index and selection
 # (perfci run --shard, perfci merge). Files of older schemas read as before.
-# launch and resources (KERNEL_COLUMNS) are optional columns within schema 3: files
-# without them read with no kernels recorded, and older readers skip them.
+# launch, resources and source (KERNEL_COLUMNS) are optional columns within schema 3:
+# files without them read with no kernels recorded, and older readers skip them.
 SCHEMA_VERSION = "3"
 
 # The columns a perfci results CSV always has, in order. The ones a reader wants
@@ -41,7 +41,7 @@ COLUMNS = (
     "status", "message", "weight", "group", "rel_error",
     "arch", "device_name", "vendor", "driver", "runtime",
     "torch", "triton", "perfci", "git_sha", "host", "timestamp", "suite", "schema",
-    "shard", "case_index", "selection", "launch", "resources",
+    "shard", "case_index", "selection", "launch", "resources", "source",
 )
 # Where a case sits in its run: `shard` is I/N (empty when the run was not
 # sharded), `case_index` its 1-based place among the cases the run selected
@@ -52,8 +52,11 @@ PLACEMENT_COLUMNS = ("shard", "case_index", "selection")
 # The compiled kernels a case timed, one ';'-separated entry per kernel, each
 # ``NAME:key=value,key=value`` (see KernelRecord): ``launch`` its grid
 # (``64x8x1``) and config, ``resources`` its registers, spills, shared memory
-# and occupancy. Empty on the CPU interpreter and for vendor-library cases.
-KERNEL_COLUMNS = ("launch", "resources")
+# and occupancy (empty on the CPU interpreter), ``source`` its source's hash apart
+# from the config (``NAME:HASH``, ``NAME:HASH:autotuned`` when an autotuner chose
+# the config). All empty for vendor-library cases.
+KERNEL_COLUMNS = ("launch", "resources", "source")
+AUTOTUNED = ":autotuned"  # after a source's hash: an autotuner chose the kernel's config
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 REQUIRED_COLUMNS = ("kernel", "shape", "dtype", "median_us", "repeats_us", "status")
@@ -131,18 +134,20 @@ def result_to_row(result: CaseResult, env: Environment, suite: str = "",
     }
 
 
-def format_kernels(kernels: Sequence[KernelRecord]) -> tuple[str, str]:
-    """The ``launch`` and ``resources`` cells of a case's kernels ("" and "" when none)."""
+def format_kernels(kernels: Sequence[KernelRecord]) -> tuple[str, str, str]:
+    """The ``launch``, ``resources`` and ``source`` cells of a case's kernels (all "" when none)."""
     def cell(part: str) -> str:
-        if not kernels:
+        if not any(getattr(k, part) for k in kernels):  # none, or none read (the interpreter's resources)
             return ""
         return ";".join(f"{k.name}:" + ",".join(f"{key}={value}" for key, value in getattr(k, part))
                         for k in kernels)
 
-    return cell("launch"), cell("resources")
+    sources = ";".join(f"{k.name}:{k.source}" + (AUTOTUNED if k.autotuned else "") for k in kernels) \
+        if any(k.source for k in kernels) else ""
+    return cell("launch"), cell("resources"), sources
 
 
-def parse_kernels(launch: str, resources: str) -> tuple[KernelRecord, ...]:
+def parse_kernels(launch: str, resources: str, source: str = "") -> tuple[KernelRecord, ...]:
     """:func:`format_kernels` read back; the i-th entry of each cell is the i-th kernel.
 
     Raises:
@@ -167,8 +172,27 @@ def parse_kernels(launch: str, resources: str) -> tuple[KernelRecord, ...]:
     if lau and res and [n for n, _ in lau] != [n for n, _ in res]:
         raise ValueError("resources: names other kernels than launch")
     names = [n for n, _ in (lau or res)]
-    return tuple(KernelRecord(name, lau[i][1] if lau else (), res[i][1] if res else ())
+    sources = _parse_sources(source, names)
+    return tuple(KernelRecord(name, lau[i][1] if lau else (), res[i][1] if res else (), *sources[i])
                  for i, name in enumerate(names))
+
+
+def _parse_sources(text: str, names: Sequence[str]) -> list[tuple[str, bool]]:
+    """The ``source`` cell (``NAME:HASH;...``, ``NAME:HASH:autotuned``), (hash, autotuned) per kernel
+    of ``names`` (("", False) each when empty)."""
+    entries = [e.strip() for e in text.split(";")] if text.strip() else []
+    if not entries:
+        return [("", False)] * len(names)
+    out = []
+    for entry in entries:
+        tuned = entry.endswith(AUTOTUNED)
+        name, colon, digest = (part.strip() for part in entry.removesuffix(AUTOTUNED).partition(":"))
+        if not colon or not _WORD.match(name) or not _VALUE.match(digest):
+            raise ValueError(f"source: '{entry[:40]}' is not NAME:HASH or NAME:HASH{AUTOTUNED}")
+        out.append((name, digest, tuned))
+    if [n for n, _, _ in out] != list(names):
+        raise ValueError("source: names other kernels than launch")
+    return [(d, t) for _, d, t in out]
 
 
 def selection_id(keys: Iterable[tuple[str, str, str]]) -> str:
@@ -364,7 +388,7 @@ def _perfci_row(cells: _Cells) -> ResultRow:
     cells.number_list("temp_c")
     power = cells.number_list("power_w")
     try:
-        kernels = parse_kernels(cells.text("launch", required=False), cells.text("resources", required=False))
+        kernels = parse_kernels(*(cells.text(column, required=False) for column in KERNEL_COLUMNS))
     except ValueError as err:
         column, _, why = str(err).partition(": ")
         raise cells.fail(column, why) from None

@@ -371,11 +371,16 @@ def placements(selected: Sequence[CaseSpec],
             for i, c in enumerate(selected, start=1)}
 
 
+# A compare json's verdicts that measuring again cannot change: unchanged, and a config flip
+# (an autotuner's choice: every new run chooses again, perfci/compare/flips.py).
+NOT_TO_CONFIRM = (Verdict.UNCHANGED, Verdict.CONFIG_FLIP)
+
+
 def load_case_keys(path: str) -> list[tuple[str, str, str]]:
     """The cases a file names, for ``perfci run --cases``.
 
-    Either a ``perfci compare --format json`` output (its cases that are not
-    ``unchanged``: what a nightly wants confirmed), or lines of
+    Either a ``perfci compare --format json`` output (its cases that are neither
+    ``unchanged`` nor ``config-flip``: what a nightly wants confirmed), or lines of
     ``kernel,shape,dtype`` (or ``perfci run --list``'s tab-separated lines);
     ``#`` starts a comment.
     """
@@ -394,7 +399,7 @@ def load_case_keys(path: str) -> list[tuple[str, str, str]]:
         for i, case in enumerate(cases):
             if not isinstance(case, dict) or not all(isinstance(case.get(f), str) for f in ("kernel", "shape", "dtype")):
                 raise PerfciError(f"--cases {path}: cases[{i}] has no kernel, shape and dtype")
-            if case.get("verdict") != Verdict.UNCHANGED:
+            if case.get("verdict") not in NOT_TO_CONFIRM:
                 keys.append((case["kernel"], case["shape"], case["dtype"]))
         return keys
     keys = []

@@ -46,6 +46,9 @@ class Verdict(str, Enum):
     BROKEN = "broken"  # ok in base, fail / error / timeout in cur
     REGRESSED = "regressed"
     INCONCLUSIVE = "inconclusive"
+    # The launched config differs while the kernel's source did not (an autotuner's choice moved):
+    # neither regressed nor unchanged, and not for confirm, whose runs would autotune again.
+    CONFIG_FLIP = "config-flip"
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
     FIXED = "fixed"  # failed in base, ok in cur

@@ -189,10 +189,25 @@ def test_kernel_records_round_trip_through_the_csv(tmp_path):
 
 
 def test_no_kernels_write_empty_cells_and_files_without_the_columns_still_read(tmp_path):
-    assert format_kernels(()) == ("", "")
+    assert format_kernels(()) == ("", "", "")
     old = tmp_path / "old.csv"
     old.write_text("kernel,shape,dtype,median_us,repeats_us,status\nk,1x2x3,fp16,5.0,5.0;5.1,ok\n")
     assert read_results(old).rows[0].kernels == ()
+
+
+def test_each_kernel_s_source_round_trips_and_the_interpreter_s_records_leave_resources_empty(tmp_path):
+    # The interpreter reads no compiled resources; the launch and each kernel's source are still recorded.
+    cpu = (KernelRecord("splitk_partial_kernel", (("grid", "1x4x2"), ("BLOCK_M", "16")), (), "81d101fe14015f07", True),
+           KernelRecord("splitk_reduce_kernel", (("grid", "4x1x1"), ("BLOCK", "256")), (), "679f25afb6252201"))
+    path = tmp_path / "r.csv"
+    write_results(path, [result_to_row(replace(make_result(), kernels=cpu), ENV, "decode")])
+    cells = read_results_cells(path)[1][0]
+    assert cells["resources"] == ""
+    assert cells["source"] == ("splitk_partial_kernel:81d101fe14015f07:autotuned;"
+                               "splitk_reduce_kernel:679f25afb6252201")
+    row = read_results(path).rows[0]
+    assert row.kernels == cpu
+    assert row.kernels[0].config == (("BLOCK_M", "16"),)  # the config is the launch without its grid
 
 
 @pytest.mark.parametrize("launch, resources, column", [
@@ -200,12 +215,14 @@ def test_no_kernels_write_empty_cells_and_files_without_the_columns_still_read(t
     ("a:grid=1,BLOCK_M", "", "launch"),  # no value
     ("a:grid=1 2", "", "launch"),  # a space in a value
     ("a:grid=1", "b:regs=2", "resources"),  # another kernel
+    ("a:grid=1", "", "source"),  # the source of another kernel (SOURCE below)
 ])
 def test_a_malformed_kernel_cell_names_its_column(tmp_path, launch, resources, column):
+    source = "b:0f3e" if column == "source" else ""
     with pytest.raises(ValueError, match=f"^{column}: "):
-        parse_kernels(launch, resources)
+        parse_kernels(launch, resources, source)
     row = result_to_row(make_result(), ENV)
-    row.update(launch=launch, resources=resources)
+    row.update(launch=launch, resources=resources, source=source)
     path = tmp_path / "bad.csv"
     write_results(path, [row])
     with pytest.raises(PerfciError, match=f"line 2, column '{column}'"):

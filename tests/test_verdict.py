@@ -25,8 +25,8 @@ def test_a_verdict_is_its_plain_string_everywhere_it_is_written():
 
 
 def test_case_verdicts_run_worst_first_and_the_suite_only_word_is_not_one_of_them():
-    assert [str(v) for v in CASE_VERDICTS] == ["broken", "regressed", "inconclusive", "improved", "unchanged",
-                                               "fixed", "skipped", "added", "removed"]
+    assert [str(v) for v in CASE_VERDICTS] == ["broken", "regressed", "inconclusive", "config-flip", "improved",
+                                               "unchanged", "fixed", "skipped", "added", "removed"]
     assert Verdict.NOT_JUDGED not in SEVERITY
     assert set(TESTED) == set(DECIDED) | {Verdict.INCONCLUSIVE}
     rows = [("unchanged", 1.0, ("b",)), ("regressed", 1.02, ("a",)), ("regressed", 1.3, ("z",)),

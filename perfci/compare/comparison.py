@@ -56,6 +56,25 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class FlipConfig:
+    """One config a case launched, where, and how fast it ran there (:mod:`perfci.compare.flips`)."""
+
+    config: str  # "rowdot_kernel BLOCK_N=32 num_warps=2", kernels joined by " + "
+    seen_in: str  # "base", "cur" or "base, cur"; with the count of runs when more than one
+    median_us: float | None  # the median of those runs' medians
+
+
+@dataclass(frozen=True)
+class ConfigFlip:
+    """A case whose launched config changed while its kernel source did not: the times
+    were the autotuner's choice, not the code's. ``was``: the verdict the times alone gave."""
+
+    configs: tuple[FlipConfig, ...]
+    was: Verdict
+    pin: str  # how to pin the config, so the next runs measure one
+
+
+@dataclass(frozen=True)
 class CaseComparison:
     kernel: str
     shape: str
@@ -89,6 +108,7 @@ class CaseComparison:
     tflops: float | None = None  # cur's throughput, and its share of the device's roofline
     roofline_pct: float | None = None
     explain: Explanation | None = None  # regressed / improved cases, when the runs' rows are at hand
+    flip: ConfigFlip | None = None  # config-flip cases: the configs each side launched
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -131,7 +151,9 @@ class Comparison:
 
     @property
     def inconclusive(self) -> bool:
-        return (any(c.verdict == Verdict.INCONCLUSIVE for c in self.cases)
+        """Something the runs could not decide: an inconclusive case or shift, or a config flip
+        (the times compare an autotuner's choices, not the code: --strict exits 3 on it too)."""
+        return (any(c.verdict in (Verdict.INCONCLUSIVE, Verdict.CONFIG_FLIP) for c in self.cases)
                 or self.suite.verdict == Verdict.INCONCLUSIVE)
 
 

@@ -5,7 +5,8 @@ resources and occupancy (the ``launch`` / ``resources`` columns ``perfci run``
 records), the clocks, power and throttling of the repeats, the driver and
 library versions, and the position on the roofline. The reading follows fixed
 rules, first match wins: a config change; register pressure (spills, or
-registers with occupancy); shared memory; the grid; the compiled code; then,
+registers with occupancy); shared memory; the grid; the compiled code; the
+kernel's source (its ``source`` hash, the launch unchanged); then,
 with the kernel unchanged, the device (clock moved or throttling), the software
 stack (versions), and what is left (the kernel's code or inputs; for a vendor
 library case, its inputs or the library).
@@ -19,7 +20,7 @@ from perfci.compare.comparison import CaseComparison, Comparison, Explanation
 from perfci.model import KernelRecord, ResultRow, ResultTable
 from perfci.verdict import Verdict
 
-EXPLAINED = (Verdict.REGRESSED, Verdict.IMPROVED)
+EXPLAINED = (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.CONFIG_FLIP)
 VENDOR_PREFIXES = ("torch_",)  # backends that call a vendor library: no kernel of ours to read
 CLOCK_MOVED = 0.03
 POWER_ROSE = 1.05  # a power-capped kernel whose clock fell as its power rose slowed itself  # a median clock this far apart is a device change worth naming
@@ -88,10 +89,15 @@ def explain_case(kernel: str, base: ResultRow | None, cur: ResultRow | None) -> 
     if recorded and b.name == c.name:
         found = _kernel_reading(_changes(b, c))
         if found:
-            return Explanation(found[0], found[1], sides(base, cur))
+            moved = " with the kernel's source changed" if b.source and c.source and b.source != c.source else ""
+            return Explanation(found[0], found[1] + moved, sides(base, cur))
+        if b.source and c.source and b.source != c.source:
+            return Explanation("code", "the kernel's source changed, its launch did not: the kernel's code; "
+                                       "bisect it", sides(base, cur))
     elif recorded:
         return Explanation("code", f"another kernel ({b.name} -> {c.name})", sides(base, cur))
-    prefix = ("resources and launch unchanged" if recorded else
+    read = "resources and launch" if recorded and (b.resources or c.resources) else "launch"
+    prefix = (f"{read} unchanged" if recorded else
               "nothing in the kernel changed" if vendor else "no compiled resources recorded")
     clocks = [_median(r.sclk_mhz) if r is not None else None for r in (base, cur)]
     device = []
@@ -118,7 +124,8 @@ def explain_case(kernel: str, base: ResultRow | None, cur: ResultRow | None) -> 
         return Explanation("vendor", "nothing in the kernel changed: look at inputs or the vendor library",
                            sides(base, cur))
     if recorded:
-        return Explanation("code", "resources, launch, clocks and versions unchanged: the kernel's code "
+        what = "resources, launch" if b.resources or c.resources else "launch (no compiled resources on the CPU)"
+        return Explanation("code", f"{what}, clocks and versions unchanged: the kernel's code "
                                    "(memory access order) or its inputs; bisect it", sides(base, cur))
     return Explanation("unknown", f"{prefix} (a CPU run or an older file); clocks and versions unchanged",
                        sides(base, cur))
@@ -135,6 +142,7 @@ def _side(row: ResultRow | None) -> dict[str, str]:
     out: dict[str, str] = {}
     if k is not None:
         out["kernel"] = " + ".join(r.name for r in row.kernels)
+        out["source"] = " + ".join(r.source for r in row.kernels if r.source)
         out["config"] = " ".join(f"{key}={v}" for key, v in k.launch if key != "grid")
         out["grid"] = k.value("grid")
         regs = k.value("regs")

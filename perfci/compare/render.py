@@ -18,7 +18,8 @@ from perfci.escape import csv_cell, md_code, md_text, term_text
 from perfci.verdict import CASE_VERDICTS, Verdict
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.BROKEN: "XX", Verdict.IMPROVED: "++", Verdict.INCONCLUSIVE: "??",
-        Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-"}
+        Verdict.UNCHANGED: "~", Verdict.FIXED: "ok", Verdict.SKIPPED: "-", Verdict.ADDED: "+", Verdict.REMOVED: "-",
+        Verdict.CONFIG_FLIP: "<>"}
 # ratio is the estimate [ci_low, ci_high] is the interval of; raw_ratio the medians' cur/base, labelled raw.
 CSV_FIELDS = ("kernel", "shape", "dtype", "verdict", "ratio", "ci_low", "ci_high", "raw_ratio",
               "p_value", "q_value", "floor_pct", "base_us", "cur_us", "n_base", "n_cur",

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+from perfci.compare.flips import with_flips
 from perfci.compare.noise import profile_for_arch
 from perfci.compare.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
 from perfci import git
@@ -52,6 +53,7 @@ def pooled_comparison(store: str, cur_path: str, profile, opts, nights: int | No
     restarts = expected_restarts(store, kept, table, suite, cur_sha)
     result = judge(build_baseline(runs, profile, popts, arch, restarts), table, suite, arch, profile, opts, popts,
                    base_label=f"{store} (last {popts.nights} nights)")
+    result = with_flips(result, _last_nights(runs, popts.nights), {r.key: (r,) for r in table.rows})
     if len(runs) < len(history.runs):
         result = replace(result, notes=result.notes + (
             "CUR is itself in the store; it was left out of its own baseline",))
@@ -77,3 +79,13 @@ def expected_restarts(store: str, runs, cur, cur_suite: str, cur_sha: str) -> di
 
     found = triage_restarts(records, sorted(keys), [r.info.git_sha for r in runs], cur_sha, after)
     return {key: (at, f"expected at {rec.sha[:12]} by {rec.who}: {rec.reason}") for key, (at, rec) in found.items()}
+
+
+def _last_nights(runs, nights: int) -> dict:
+    """Each case's ok rows of its last NIGHTS runs, oldest first: the nights the pooled baseline uses."""
+    rows: dict = {}
+    for _, table in runs:
+        for row in table.rows:
+            if row.status == "ok" and row.median_us:
+                rows.setdefault(row.key, []).append(row)
+    return {key: tuple(found[-nights:]) for key, found in rows.items()}

@@ -54,6 +54,7 @@ import numpy as np
 
 from perfci import stats
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
+from perfci.compare.flips import with_flips
 from perfci.compare.noise import NoiseProfile, clock_exponent, profile_for_arch
 from perfci.compare.notes import comparison_notes
 from perfci.model import DTYPE_BYTES, OUT_DTYPE_BYTES, ResultRow, ResultTable
@@ -312,8 +313,9 @@ def compare(base: ResultTable, cur: ResultTable, profile: NoiseProfile | None = 
                          f"a kernel both slower and erratic, which --strict turns into exit 3); "
                          f"{advice}: {names}")
     summary = summarize(cases)
-    return Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
-                      threshold_only, tuple(notes))
+    result = Comparison(base.path, cur.path, arch, profile, opts, tuple(cases), suite, summary,
+                        threshold_only, tuple(notes))
+    return with_flips(result, {r.key: (r,) for r in base.rows}, {r.key: (r,) for r in cur.rows})
 
 
 def _judge(p: _Prepared, pv: float | None, qv: float | None, cm: stats.CommonMode,

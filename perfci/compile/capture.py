@@ -34,6 +34,9 @@ _LAUNCH_ONLY = ("grid", "warmup")
 # (module, kernel) -> the JIT function a captured Launch names: a team's kernel need not be a
 # module attribute (a closure, a class member), so the compiler gets the object itself.
 FUNCTIONS: dict[tuple[str, str], Any] = {}
+# id(JIT function) -> the autotuner (Triton's, or a library's built on it) seen launching it in
+# triton_launches(execute=True): its choice can differ from process to process.
+TUNERS: dict[int, Any] = {}
 
 
 class NotPlannable(ValueError):
@@ -67,19 +70,37 @@ def triton_launches(execute: bool) -> Iterator[list[tuple]]:
     kernel's chosen config; a kernel a library launches from its own cache of compiled kernels
     (FlagGems' LibEntry calls ``compiled[grid](*args)``) is recorded as that compiled kernel.
     Without: nothing runs, and an autotuned kernel records every config. A callable grid is
-    evaluated on the launch's arguments.
+    evaluated on the launch's arguments. In the interpreter (``TRITON_INTERPRET``), where a
+    kernel is an ``InterpretedFunction``, its launches are recorded the same way.
     """
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     seen: list[tuple] = []
     jit_run, tuned_run, compiled_launch = JITFunction.run, Autotuner.run, CompiledKernel.__getitem__
+    interpreted_run = InterpretedFunction.run
+    tuning: list[Any] = []  # the autotuners whose run() is under way, innermost last
 
     def observe(self, *args, grid, warmup, **kwargs):
         if not warmup:
             seen.append((self, _grid(self, grid, args, kwargs), args, kwargs))
+            if tuning:
+                TUNERS[id(self)] = tuning[-1]
         return jit_run(self, *args, grid=grid, warmup=warmup, **kwargs) if execute or warmup else None
+
+    def observe_tuned(self, *args, **kwargs):
+        tuning.append(self)
+        try:
+            return tuned_run(self, *args, **kwargs)
+        finally:
+            tuning.pop()
+
+    def observe_interpreted(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            seen.append((self, _grid(self, grid, args, kwargs), args, kwargs))
+        return interpreted_run(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     def every_config(self, *args, **kwargs):
         for config in self.configs:
@@ -92,12 +113,15 @@ def triton_launches(execute: bool) -> Iterator[list[tuple]]:
     JITFunction.run = observe
     if execute:
         CompiledKernel.__getitem__ = observe_compiled
+        InterpretedFunction.run = observe_interpreted
+        Autotuner.run = observe_tuned
     else:
         Autotuner.run = every_config
     try:
         yield seen
     finally:
         JITFunction.run, Autotuner.run, CompiledKernel.__getitem__ = jit_run, tuned_run, compiled_launch
+        InterpretedFunction.run = interpreted_run
 
 
 class _Compiled:

@@ -9,7 +9,7 @@ one vocabulary for every night:
 exit  meaning
 ====  ==================================================================
 0     clean (also: compare's flag was noise, as confirm showed; or an
-      undecided case without ``--strict``, with a warning)
+      undecided case or a config flip without ``--strict``, with a warning)
 1     red: a regression (confirmed where confirm ran; a compare
       ``regressed`` that could not be confirmed stays red), a case that
       failed, errored or timed out, a baseline case missing tonight
@@ -17,7 +17,7 @@ exit  meaning
 2     bad input: tonight's results or the baseline could not be used
       (nothing is judged); or, on a night that is otherwise not red, a
       later stage refused its input
-3     undecided under ``--strict``
+3     undecided under ``--strict`` (a config flip too)
 4     internal error: a stage crashed (never 1: a crash is not a regression)
 130   interrupted
 ====  ==================================================================
@@ -83,6 +83,9 @@ class Judged:
     ci_high: float | None = None
     explain: str = ""  # compare --explain's reading of a regressed / improved case
     explain_sides: tuple[tuple[str, str, str], ...] = ()  # (what, base, tonight), as compare --explain
+    # config-flip: (config, where it ran, its median us) of each config launched, and how to pin it
+    flip: tuple[tuple[str, str, float | None], ...] = ()
+    flip_pin: str = ""
 
     @property
     def key(self) -> Key:
@@ -347,6 +350,11 @@ def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
     if o.compare_suite == Verdict.INCONCLUSIVE and o.confirm_suite not in DECIDED:
         undecided = [*undecided, ("suite-wide shift", "", "")]
     red.extend(g.reasons())
+    # A flip is the autotuner's choice, not the code's: never red, never confirmed; --strict holds it as undecided.
+    flips = [c.key for c in cases if c.verdict == Verdict.CONFIG_FLIP]
+    flip_line = f"config flip: {_cases(flips, 3)} launched another config with the kernel source unchanged"
+    if flips:
+        warnings.append(f"{flip_line}: the autotuner's choice, not a regression; pin the config (Config flips)")
     if g.missing and g.allow_missing:
         warnings.append(f"{len(g.missing)} baseline case(s) missing tonight, allowed by --allow-missing "
                         f"({_cases(g.missing, 3)})")
@@ -375,6 +383,8 @@ def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
         if o.strict:
             return NightVerdict(EXIT_INCONCLUSIVE, False, f"{line} (--strict)", tuple(warnings), g)
         warnings.append(f"{line}; not a failure without --strict: look again tomorrow")
+    if flips and o.strict:
+        return NightVerdict(EXIT_INCONCLUSIVE, False, f"undecided: {flip_line} (--strict)", tuple(warnings), g)
     return NightVerdict(EXIT_OK, False, _clean_line(o, cases), tuple(warnings), g)
 
 

@@ -110,6 +110,17 @@ def _explained(o: core.Outcome) -> list[str]:
     return out
 
 
+def _flips(o: core.Outcome) -> list[str]:
+    """Each config flip: the configs launched, where and how fast, and how to pin it."""
+    out: list[str] = []
+    for c in [c for c in o.cases or () if c.flip]:
+        out += [f"- {_cell(' '.join(c.key))}: kernel source unchanged, another config launched (not a regression, "
+                f"not confirmed)", "", "  | config | ran in | µs |", "  |---|---|---:|"]
+        out += [f"  | {_cell(config)} | {_cell(where)} | {us(t)} |" for config, where, t in c.flip]
+        out += ["", f"  To pin it: {_cell(c.flip_pin)}", ""]
+    return out
+
+
 def _culprit(o: core.Outcome) -> list[str]:
     c = o.culprit
     if c is None:
@@ -188,6 +199,9 @@ def summary_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = 
     why = _explained(o)
     if why:
         out += ["", "#### Why (compare --explain)", ""] + why
+    flips = _flips(o)
+    if flips:
+        out += ["", "#### Config flips (the autotuner's choice, not the code)", ""] + flips
     culprit = _culprit(o)
     if culprit:
         out += ["", "#### Culprit", ""] + culprit
@@ -223,6 +237,9 @@ def issue_md(o: core.Outcome, d: core.NightVerdict, sections: Sequence[str] = ()
     why = _explained(o)
     if why:
         out += ["", "### Why (compare --explain: base against tonight)", ""] + why
+    flips = _flips(o)
+    if flips:
+        out += ["", "### Config flips (the autotuner's choice, not the code)", ""] + flips
     plots = [f for f in o.files if f.endswith(".png")]
     if plots:
         out += ["", "### Plots (in this night's artifact)", ""]

@@ -155,9 +155,12 @@ def _column(path: str, column: str) -> str:
 
 def _judged(c) -> core.Judged:
     ex = c.explain
+    flip = c.flip
     return core.Judged(c.kernel, c.shape, c.dtype, c.verdict, c.reason, c.base_us, c.cur_us,
                        c.ratio, c.ci_low, c.ci_high,
-                       ex.reading if ex is not None else "", tuple(ex.sides) if ex is not None else ())
+                       ex.reading if ex is not None else "", tuple(ex.sides) if ex is not None else (),
+                       tuple((f.config, f.seen_in, f.median_us) for f in flip.configs) if flip is not None else (),
+                       flip.pin if flip is not None else "")
 
 
 def _write_compare(n: Night, result) -> None:

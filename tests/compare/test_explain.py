@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from perfci.compare.explain import explain_case
@@ -65,6 +66,19 @@ def test_nothing_changed_points_at_the_code_and_vendor_cases_at_the_library():
     newer = explain_case("torch_matmul", row(kernel="torch_matmul", recorded=False),
                          row(kernel="torch_matmul", recorded=False, torch="2.12"))
     assert newer.reading == "nothing in the kernel changed, torch 2.11 -> 2.12: the vendor library"
+
+
+def test_a_changed_source_with_the_launch_unchanged_reads_as_the_code_and_the_cpu_s_records_say_what_they_lack():
+    def source(text, resources=RES):
+        return replace(row(), kernels=(KernelRecord("matmul_tiled_kernel", LAUNCH, resources, text),))
+
+    ex = explain_case("matmul_tiled", source("aaaa"), source("bbbb"))
+    assert (ex.cause, ex.reading) == ("code", "the kernel's source changed, its launch did not: the kernel's "
+                                              "code; bisect it")
+    assert ("source", "aaaa", "bbbb") in ex.sides
+    # The interpreter: launch and source recorded, no resources; the source unchanged.
+    cpu = explain_case("matmul_tiled", source("aaaa", ()), source("aaaa", ()))
+    assert cpu.reading.startswith("launch (no compiled resources on the CPU), clocks and versions unchanged")
 
 
 def test_old_files_without_resources_say_so():

@@ -130,8 +130,8 @@ def test_a_regressed_case_is_explained_from_each_side_s_first_run(repo):
     assert proc.returncode == 1, proc.stderr
     (case,) = json.loads(proc.stdout)["cases"]
     assert case["verdict"] == "regressed"
-    # The interpreter compiles nothing, so the reading says so; the versions come from the runs' rows.
-    assert case["explain"]["reading"].startswith("no compiled resources recorded")
+    # The interpreter compiles nothing, but records each kernel's launch and source: the source changed.
+    assert case["explain"]["reading"].startswith("the kernel's source changed, its launch did not")
     assert case["explain"]["base"]["triton"] == case["explain"]["cur"]["triton"] != ""
 
 
@@ -156,3 +156,4 @@ def test_explain_reads_the_recorded_resources_of_both_sides():
     assert json.loads(render_json(conf, rounds, sides, None))["cases"][0]["explain"]["reading"] == reading
     assert f"explain matmul_tiled 4096x4096x4096 bf16: {reading}" in render_table(conf, rounds, sides, None)
     assert "| **spills** | 0 | 188 |" in render_markdown(conf, rounds, sides, None)
+

@@ -3,10 +3,12 @@
 No GPU here: the AMD path is checked on a kernel Triton cross-compiles for gfx942
 (the same CompiledKernel type JITFunction.run returns on the device), against
 what ``perfci compile`` reports for the same case; the NVIDIA path on a stand-in
-with the n_regs / n_spills a loaded kernel carries; the CPU interpreter records nothing.
+with the n_regs / n_spills a loaded kernel carries; the CPU interpreter records each
+launch's config and source, and no resources.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -127,13 +129,16 @@ def test_record_launches_reads_every_kernel_and_never_raises():
 
     note = record_launches(_prepared(((SimpleNamespace(warmup=boom), (1,), (), {}),)), "sm_90", True)
     assert note == {"kernels_note": "compiled resources not read (RuntimeError: no device)"}
-    assert record_launches(_prepared(((good, (8,), (), {}),)), "cpu", False) == {}
+    # The interpreter compiles nothing: the launch as its host code passed it, no resources.
+    cpu = record_launches(_prepared(((good, (8,), (), {"BLOCK": 1024, "num_warps": 4}),)), "cpu", False)
+    assert cpu["kernels"][0]["launch"] == {"grid": "8x1x1", "BLOCK": "1024", "num_warps": "4"}
+    assert cpu["kernels"][0]["resources"] == {}
     assert records_from_result({}) == ()
 
 
 @pytest.mark.parametrize("kernel, n_launches", [("matmul_tiled", 1), ("splitk_decode", 2), ("gemv", 1),
                                                 ("matmul_persistent", 1), ("torch_matmul", 0)])
-def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kernel, n_launches, monkeypatch):
+def test_launchers_name_their_launches_and_the_interpreter_records_their_configs(kernel, n_launches, monkeypatch):
     import torch
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -145,7 +150,61 @@ def test_launchers_name_their_launches_and_the_interpreter_records_nothing(kerne
     assert len(launches) == n_launches
     for fn, grid, args, kwargs in launches:
         assert callable(getattr(fn, "warmup", None)) and len(grid) >= 1 and args
-    assert record_launches(prepared, "cpu", False) == {}
+    kernels = records_from_result(record_launches(prepared, "cpu", False))
+    assert [k.name for k in kernels] == [fn.__name__ for fn, *_ in launches]
+    for k, (_, _, _, kwargs) in zip(kernels, launches):
+        assert k.resources == () and len(k.source) == 16 and k.value("grid")
+        assert {key: value for key, value in k.config} == {
+            key: str(int(v)) for key, v in kwargs.items()
+            if isinstance(v, int) and (key.isupper() or key in ("num_warps", "num_stages"))}
+
+
+TEAM_KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * 2.0, mask=offs < n)
+
+
+def scale(x, y, block):  # the config as a team's autotuner would have chosen it (none runs on the CPU)
+    scale_kernel[(triton.cdiv(x.numel(), block),)](x, y, x.numel(), BLOCK=block)
+"""
+
+
+def test_a_team_s_kernel_in_the_interpreter_has_its_config_and_source_recorded(tmp_path, monkeypatch):
+    # Two configs of one source give one source hash; the same kernel with its body changed another.
+    import importlib.util
+
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+    def load(name: str, text: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    team, changed = load("team_a", TEAM_KERNEL), load("team_b", TEAM_KERNEL.replace("x * 2.0", "x * 3.0"))
+    x, y = torch.randn(100), torch.empty(100)
+
+    def recorded(module, block):
+        (k,) = records_from_result(record_launches(SimpleNamespace(run=lambda: module.scale(x, y, block)),
+                                                   "cpu", False))
+        return k
+
+    small, large, other = recorded(team, 32), recorded(team, 64), recorded(changed, 32)
+    assert small.name == "scale_kernel" and small.launch == (("grid", "4x1x1"), ("BLOCK", "32"))
+    assert large.config == (("BLOCK", "64"),) and large.value("grid") == "2x1x1"
+    assert small.source == large.source != other.source != ""
+    assert torch.equal(y, x * 3.0)  # the observed run still ran the kernel
 
 
 def test_the_runner_carries_the_workers_kernel_records_into_the_result(tmp_path):
@@ -193,6 +252,8 @@ def test_a_kernel_perfci_did_not_write_has_its_launches_observed_and_recorded():
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_N"], launch["BLOCK_K"], launch["num_warps"]) == ("4x1x1", "64", "16", "4")
     assert resources["regs"] == "42" and resources["occupancy"] != ""
+    assert len(kernels[0]["source"]) == 16  # the JIT function's cache_key and its autotuner's configs, hashed
+    assert kernels[0]["autotuned"] is True
 
 
 def library_cache_json() -> str:
@@ -203,7 +264,8 @@ def library_cache_json() -> str:
     cached = object.__new__(CompiledKernel)  # as FlagGems' LibEntry keeps it after the first call
     cached.name, cached.asm, cached.n_regs, cached.n_spills = "mm_kernel", {}, 128, 0
     cached.metadata = SimpleNamespace(shared=65536, num_warps=8, num_stages=3)
-    cached.src = SimpleNamespace(fn=SimpleNamespace(arg_names=["a", "b", "c", "BLOCK_M", "BLOCK_N"]),
+    cached.src = SimpleNamespace(fn=SimpleNamespace(arg_names=["a", "b", "c", "BLOCK_M", "BLOCK_N"],
+                                                    cache_key="9f86d081884c7d65"),  # the JIT function's
                                  constants={(3,): 128, (4,): 64})
     return json.dumps(record_launches(SimpleNamespace(run=lambda: cached[(32, 64, 1)]("a", "b", "c")), "sm_90", True))
 
@@ -214,3 +276,44 @@ def test_a_kernel_a_library_launches_from_its_own_cache_is_recorded_with_its_con
     launch, resources = kernels[0]["launch"], kernels[0]["resources"]
     assert (launch["grid"], launch["BLOCK_M"], launch["BLOCK_N"], launch["num_warps"]) == ("32x64x1", "128", "64", "8")
     assert (resources["regs"], resources["shared"]) == ("128", "65536")
+    # its source: the hash of the JIT function's cache_key, the same whatever config the library chose
+    assert kernels[0]["source"] == hashlib.sha256(b"9f86d081884c7d65").hexdigest()[:16]
+    assert kernels[0]["autotuned"] is False  # no autotuner wraps it
+
+
+TUNED_KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 0.0, mask=offs < n)
+"""
+
+
+def test_a_library_s_cached_kernel_is_known_autotuned_by_the_autotuner_that_wraps_it(tmp_path, monkeypatch):
+    # A library launches its compiled kernel from a cache of its own after the first call: no autotuner
+    # runs then, but one (Triton's, or the library's built on it) still wraps the JIT function.
+    import importlib.util
+
+    from perfci.compile.capture import _Compiled
+    from perfci.measure.resources import source_id, tuner_of
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = tmp_path / "lib_tuned.py"
+    path.write_text(TUNED_KERNEL)
+    spec = importlib.util.spec_from_file_location("lib_tuned", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tuner = module.tuned_kernel
+    cached = _Compiled(SimpleNamespace(name="tuned_kernel", src=SimpleNamespace(fn=tuner.fn)))
+    assert tuner_of(cached) is tuner
+    assert tuner_of(tuner.fn) is None  # launched as it is, never seen under an autotuner: its host code chose
+    # The autotuner's configs are part of the source: another list of configs is another source.
+    hashed = source_id(cached, tuner)
+    assert hashed != source_id(cached) != ""
+    tuner.configs = tuner.configs[:1]
+    assert source_id(cached, tuner) != hashed

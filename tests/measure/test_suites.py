@@ -229,14 +229,15 @@ def test_placements_number_the_selection_and_name_the_shard():
 # --------------------------------------------------------------------------- --cases
 
 
-def test_cases_from_a_compare_json_are_those_not_unchanged(tmp_path):
+def test_cases_from_a_compare_json_are_those_neither_unchanged_nor_a_config_flip(tmp_path):
     from perfci.suites import load_case_keys
 
     path = tmp_path / "verdicts.json"
     path.write_text(json.dumps({"cases": [
         {"kernel": "gemv", "shape": "1x64x64", "dtype": "fp32", "verdict": "regressed"},
         {"kernel": "torch_matmul", "shape": "8x16x32", "dtype": "fp32", "verdict": "unchanged"},
-        {"kernel": "torch_matmul", "shape": "16x16x32", "dtype": "fp32", "verdict": "inconclusive"}]}))
+        {"kernel": "torch_matmul", "shape": "16x16x32", "dtype": "fp32", "verdict": "inconclusive"},
+        {"kernel": "gemv", "shape": "1x16x64", "dtype": "fp32", "verdict": "config-flip"}]}))
     assert load_case_keys(str(path)) == [("gemv", "1x64x64", "fp32"), ("torch_matmul", "16x16x32", "fp32")]
 
 
