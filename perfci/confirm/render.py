@@ -10,7 +10,8 @@ from perfci.confirm.analysis import CaseConfirmation, Confirmation
 from perfci.escape import csv_cell, html_text, md_code, md_text, term_text
 from perfci.verdict import Verdict, confidence_text
 
-MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??"}
+MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??",
+        Verdict.CONFIG_FLIP: "<>"}
 # ratio is the estimate of ci_low .. ci_high (relative to the reference when one was used);
 # the raw paired ratio and its interval carry "raw" in their names.
 CSV_FIELDS = ("kernel", "shape", "dtype", "metric", "verdict", "ratio", "ci_low", "ci_high", "p_value",

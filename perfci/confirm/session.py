@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Protocol
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, Deadline, bench_once, run_command
 from perfci.confirm import DEFAULT_BUDGET_S
+from perfci.confirm.flips import with_config_flips
 from perfci.errors import PerfciError
 from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
 from perfci.results import read_results
@@ -153,6 +154,7 @@ def run(cfg: ConfirmConfig, progress: Progress,
                     warm.open(side.name, side.path)
                 judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure_warm(warm, side))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
+            judgement = with_config_flips(judgement, rounds.rows)
         return judgement, rounds, sides
     finally:
         gitsession.restore_tree(repo, journal)  # worktrees mode: removes them, then the journal

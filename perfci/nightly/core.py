@@ -351,7 +351,8 @@ def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
         undecided = [*undecided, ("suite-wide shift", "", "")]
     red.extend(g.reasons())
     # A flip is the autotuner's choice, not the code's: never red, never confirmed; --strict holds it as undecided.
-    flips = [c.key for c in cases if c.verdict == Verdict.CONFIG_FLIP]
+    # Confirm's too: its two sides each autotuned once, and chose two configs of one source.
+    flips = [c.key for c in (*cases, *(o.confirmed or ())) if c.verdict == Verdict.CONFIG_FLIP]
     flip_line = f"config flip: {_cases(flips, 3)} launched another config with the kernel source unchanged"
     if flips:
         warnings.append(f"{flip_line}: the autotuner's choice, not a regression; pin the config (Config flips)")

@@ -114,3 +114,11 @@ def test_the_reports_list_flips_under_their_own_heading_with_each_config_and_how
         assert "| gemv_kernel BLOCK_K=16 | cur | 20.0 |" in section
         assert "To pin it: keep only the chosen triton.Config" in section
     assert "Config flips" not in render.summary_md(outcome(), core.judge_night(outcome()))
+
+
+def test_a_case_confirm_found_to_be_a_flip_is_not_red_and_is_said():
+    # compare flagged A regressed; confirm's two sides launched two configs of one source
+    o = outcome(cases=(("regressed", A), ("unchanged", B)), flagged=(A,), confirmed=conf(("config-flip", A)))
+    d = core.judge_night(o)
+    assert (d.exit_code, d.confirmed_regression) == (0, False)
+    assert any(w.startswith("config flip: gemv 1x8x16 fp32 launched another config") for w in d.warnings)
