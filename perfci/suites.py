@@ -129,14 +129,26 @@ def load_suite(name_or_path: str, root: Path | None = None,
     """
     config = load_config(root)
     path = resolve_suite_path(name_or_path, config=config)
+    return parse_suite(read_suite_data(path), str(path), check or KernelRegistry.for_project(config).check)
+
+
+def read_suite_data(path: Path, shown: str | None = None) -> dict:
+    """A suite file's TOML tables; errors name the file as ``shown`` (default: ``path``)."""
+    shown = shown or str(path)
     text = read_input_text(str(path), "suite")
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except RecursionError:
-        raise PerfciError(f"{path}: not valid TOML (nested too deeply)") from None
+        raise PerfciError(f"{shown}: not valid TOML (nested too deeply)") from None
     except ValueError as err:  # TOMLDecodeError, or an integer beyond Python's digit limit
-        raise PerfciError(f"{path}: not valid TOML ({str(err).splitlines()[0]})") from None
-    return parse_suite(data, str(path), check or KernelRegistry.for_project(config).check)
+        raise PerfciError(f"{shown}: not valid TOML ({str(err).splitlines()[0]})") from None
+
+
+def check_suite_kernels(path: Path, shown: str, check: Callable[[CaseSpec], str | None]) -> None:
+    """Check every case of a suite that was loaded without its kernels (``perfci run`` loads the
+    suite in a process that imports no kernel module and checks it where the kernels are measured);
+    the first problem is the same one line :func:`load_suite` would give, naming ``shown``."""
+    parse_suite(read_suite_data(path, shown), shown, check)
 
 
 def parse_suite(data: Mapping[str, object], path: str,

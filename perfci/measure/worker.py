@@ -19,10 +19,14 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Callable
 
+from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
+from perfci.kernel_registry import registry_for_root
 from perfci.model import CaseSpec
+from perfci.suites import check_suite_kernels
 
 _STARTED = time.perf_counter()
 # relative_error: the pytest plugin's check imports it from here, the one measure of a case's error.
@@ -66,7 +70,6 @@ def measure(request: dict) -> dict:
     import torch
 
     from perfci.kernel import Unsupported
-    from perfci.kernel_registry import registry_for_root
     from perfci.measure.envinfo import collect_environment
     from perfci.measure.resources import record_launches
     from perfci.model import Environment
@@ -302,6 +305,9 @@ def _serve_lines(commands, reply, mode: str, before_measure, torch, in_run: bool
             _load_measuring_modules(line.split()[1])
             reply("ready")
             continue
+        if line.startswith("suite "):
+            _check_suite(json.loads(line.removeprefix("suite ")), reply, forked=mode != "shared")
+            continue
         if line == "run" and mode == "run" and not in_run:
             _run_child(commands, reply, before_measure, torch)
             continue
@@ -362,6 +368,35 @@ def _run_child(commands, reply, before_measure, torch) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     reply(f"run-end {pid} {os.waitstatus_to_exitcode(status)}")
+
+
+def _check_suite(where: dict, reply, forked: bool) -> None:
+    """Check a suite's cases against the project's kernels, here where they are measured
+    (``perfci run``'s own process imports no kernel module); replies ``suite ok`` or
+    ``suite-error LINE``, the one line the suite loader gives.
+
+    A forking server checks in a child: a kernel named by import path may be a module
+    that touches the device when imported, which a process that forks must not do.
+    """
+    if forked:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _check_suite(where, reply, forked=False)
+            finally:
+                _exit_now(0)
+        os.waitpid(pid, 0)
+        return
+    registry = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd())
+    try:
+        check_suite_kernels(Path(where["path"]), where["shown"], registry.check)
+    except PerfciError as err:
+        reply("suite-error " + " ".join(err.message.split()))
+        return
+    except Exception as err:  # noqa: BLE001 - a kernel module may raise anything while imported
+        reply("suite-error " + " ".join(f"{where['shown']}: {type(err).__name__}: {err}".split())[:500])
+        return
+    reply("suite ok")
 
 
 def _gpu_visible(torch, forked: bool) -> bool:
@@ -474,5 +509,14 @@ def _json_default(value):
     return str(value)
 
 
+def _exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown: with torch and triton loaded it takes
+    3-4 s of a 2-core machine's time, and everything a worker owes is written by then
+    (results atomically, logs flushed here)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    _exit_now(main(sys.argv[1:]))
