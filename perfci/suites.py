@@ -144,11 +144,17 @@ def read_suite_data(path: Path, shown: str | None = None) -> dict:
         raise PerfciError(f"{shown}: not valid TOML ({str(err).splitlines()[0]})") from None
 
 
-def check_suite_kernels(path: Path, shown: str, check: Callable[[CaseSpec], str | None]) -> None:
-    """Check every case of a suite that was loaded without its kernels (``perfci run`` loads the
-    suite in a process that imports no kernel module and checks it where the kernels are measured);
-    the first problem is the same one line :func:`load_suite` would give, naming ``shown``."""
-    parse_suite(read_suite_data(path, shown), shown, check)
+def suite_kernel_problem(path: Path, shown: str, check: Callable[[CaseSpec], str | None]) -> str:
+    """The first problem of a suite loaded without its kernels (``perfci run`` loads it in a
+    process that imports no kernel module, and checks it where the kernels are measured): the
+    one line :func:`load_suite` would give, naming the file as ``shown``; "" when there is none."""
+    try:
+        parse_suite(read_suite_data(path, shown), shown, check)
+    except PerfciError as err:
+        return " ".join(err.message.split())
+    except Exception as err:  # noqa: BLE001 - a kernel's own check_case may raise anything
+        return " ".join(f"{shown}: {type(err).__name__}: {err}".split())[:500]
+    return ""
 
 
 def parse_suite(data: Mapping[str, object], path: str,

@@ -39,7 +39,7 @@ from perfci.kernel_registry import registry_for_root
 from perfci.procs import kill_process_group
 from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
-from perfci.suites import check_suite_kernels
+from perfci.suites import suite_kernel_problem
 
 
 @dataclass(frozen=True)
@@ -307,10 +307,10 @@ class CaseRunner:
         runs here. Raises the suite loader's one line as :class:`PerfciError`."""
         if self._device is None:
             raise RuntimeError("resolve_device() first")  # the kernels import as the device needs
-        if self._server is None:
-            check_suite_kernels(Path(path), path, registry_for_root(self.root).check)
-        else:
+        if self._server is not None:
             self._server.check_suite(Path(path).resolve(), path)
+        elif problem := suite_kernel_problem(Path(path), path, registry_for_root(self.root).check):
+            raise PerfciError(problem)
 
     def run(self, cases: Sequence[CaseSpec], on_done: Callable[[int, CaseResult, dict], None],
             on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:

@@ -23,11 +23,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from perfci.errors import PerfciError
 from perfci.files import atomic_write_text
 from perfci.kernel_registry import registry_for_root
 from perfci.model import CaseSpec
-from perfci.suites import check_suite_kernels
+from perfci.suites import suite_kernel_problem
 
 _STARTED = time.perf_counter()
 # relative_error: the pytest plugin's check imports it from here, the one measure of a case's error.
@@ -372,13 +371,9 @@ def _run_child(commands, reply, before_measure, torch) -> None:
 
 
 def _check_suite(where: dict, reply, forked: bool) -> None:
-    """Check a suite's cases against the project's kernels, here where they are measured
-    (``perfci run``'s own process imports no kernel module); replies ``suite ok`` or
-    ``suite-error LINE``, the one line the suite loader gives.
-
-    A forking server checks in a child: a kernel named by import path may be a module
-    that touches the device when imported, which a process that forks must not do.
-    """
+    """Reply ``suite ok`` or ``suite-error LINE``: the suite's kernels are checked where they are
+    measured (:func:`perfci.suites.suite_kernel_problem`). A forking server checks in a child:
+    a kernel module may touch the device when imported, which a process that forks must not do."""
     if forked:
         pid = os.fork()
         if pid == 0:
@@ -388,16 +383,9 @@ def _check_suite(where: dict, reply, forked: bool) -> None:
                 _exit_now(0)
         os.waitpid(pid, 0)
         return
-    registry = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd())
-    try:
-        check_suite_kernels(Path(where["path"]), where["shown"], registry.check)
-    except PerfciError as err:
-        reply("suite-error " + " ".join(err.message.split()))
-        return
-    except Exception as err:  # noqa: BLE001 - a kernel module may raise anything while imported
-        reply("suite-error " + " ".join(f"{where['shown']}: {type(err).__name__}: {err}".split())[:500])
-        return
-    reply("suite ok")
+    check = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).check
+    problem = suite_kernel_problem(Path(where["path"]), where["shown"], check)
+    reply(f"suite-error {problem}" if problem else "suite ok")
 
 
 def _gpu_visible(torch, forked: bool) -> bool:
