@@ -162,9 +162,9 @@ def main(args: argparse.Namespace) -> int:
     if not (args.poll_ms >= 0 and args.poll_ms < 10_000):
         raise PerfciError(f"--poll-ms {args.poll_ms}: use 0 (once per repeat) up to a few hundred ms")
     isolation = args.isolation if hasattr(os, "fork") or args.isolation not in ("fork", "run") else "spawn"
-    options = RunOptions(iters=args.iters or GPU_ITERS, repeats=args.repeats, timeout_s=args.timeout, launch=args.launch,
-                         seed=args.seed, timer=args.timer, gate=args.gate, poll_s=args.poll_ms / 1000.0,
-                         isolation=isolation, **({"worker": tuple(args.worker)} if args.worker else {}))
+    options = RunOptions(iters=args.iters or GPU_ITERS, repeats=args.repeats, timeout_s=args.timeout,
+                         launch=args.launch, seed=args.seed, timer=args.timer, gate=args.gate,
+                         poll_s=args.poll_ms / 1000.0, isolation=isolation, **({"worker": tuple(args.worker)} if args.worker else {}))
     with CaseRunner(options, root) as runner:
         device = runner.resolve_device(args.device)
         runner.check_suite(suite.path)

@@ -192,6 +192,9 @@ class WorkerServer:
         except ServerGone as gone:
             raise PerfciError(f"{shown}: the perfci worker exited ({gone.code}) while importing the "
                               f"suite's kernels: {_log_tail(self._log_path)}") from None
+        except queue.Empty:
+            raise PerfciError(f"{shown}: importing the suite's kernels took over "
+                              f"{SERVER_START_TIMEOUT_S:.0f} s") from None
         if reply.startswith("suite-error "):
             raise PerfciError(reply.removeprefix("suite-error "))
         if reply != "suite ok":
@@ -420,7 +423,7 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
 
 
 def _log_tail(log_path: Path) -> str:
-    """The last line of a worker's log, or a pointer to where it would be."""
+    """The last line of a worker's log ("no message" when it wrote none)."""
     try:
         lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
