@@ -279,7 +279,8 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
 
     Protocol, one line each way (see :class:`perfci.measure.runner.WorkerServer`):
     ``hello GPU`` on start (``failed REASON`` if torch is missing); ``device D``
-    -> ``ready``; ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
+    -> ``ready``; ``suite {"path", "shown"}`` -> ``suite ok`` or ``suite-error LINE``;
+    ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
     """
 
     def reply(line: str) -> None:
