@@ -132,14 +132,32 @@ def load_suite(name_or_path: str, root: Path | None = None,
     """
     config = load_config(root)
     path = resolve_suite_path(name_or_path, config=config)
+    return parse_suite(read_suite_data(path), str(path), check or KernelRegistry.for_project(config).check)
+
+
+def read_suite_data(path: Path, shown: str | None = None) -> dict:
+    """A suite file's TOML tables; errors name the file as ``shown`` (default: ``path``)."""
+    shown = shown or str(path)
     text = read_input_text(str(path), "suite")
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except RecursionError:
-        raise PerfciError(f"{path}: not valid TOML (nested too deeply)") from None
+        raise PerfciError(f"{shown}: not valid TOML (nested too deeply)") from None
     except ValueError as err:  # TOMLDecodeError, or an integer beyond Python's digit limit
-        raise PerfciError(f"{path}: not valid TOML ({str(err).splitlines()[0]})") from None
-    return parse_suite(data, str(path), check or KernelRegistry.for_project(config).check)
+        raise PerfciError(f"{shown}: not valid TOML ({str(err).splitlines()[0]})") from None
+
+
+def suite_kernel_problem(path: Path, shown: str, check: Callable[[CaseSpec], str | None]) -> str:
+    """The first problem of a suite loaded without its kernels (``perfci run`` loads it in a
+    process that imports no kernel module, and checks it where the kernels are measured): the
+    one line :func:`load_suite` would give, naming the file as ``shown``; "" when there is none."""
+    try:
+        parse_suite(read_suite_data(path, shown), shown, check)
+    except PerfciError as err:
+        return " ".join(err.message.split())
+    except Exception as err:  # noqa: BLE001 - a kernel's own check_case may raise anything
+        return " ".join(f"{shown}: {type(err).__name__}: {err}".split())[:500]
+    return ""
 
 
 def parse_suite(data: Mapping[str, object], path: str,

@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.kernel_registry import registry_for_root
 from perfci.procs import kill_process_group, wait_group
 from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
+from perfci.suites import suite_kernel_problem
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,22 @@ class WorkerServer:
         self._send(f"device {device}")
         self._reply(SERVER_START_TIMEOUT_S)
 
+    def check_suite(self, path: Path, shown: str) -> None:
+        """Have the worker check the suite's cases against the project's kernels."""
+        self._send("suite " + json.dumps({"path": str(path), "shown": shown}))
+        try:
+            reply = self._reply(SERVER_START_TIMEOUT_S)
+        except ServerGone as gone:
+            raise PerfciError(f"{shown}: the perfci worker exited ({gone.code}) while importing the "
+                              f"suite's kernels: {_log_tail(self._log_path)}") from None
+        except queue.Empty:
+            raise PerfciError(f"{shown}: importing the suite's kernels took over "
+                              f"{SERVER_START_TIMEOUT_S:.0f} s") from None
+        if reply.startswith("suite-error "):
+            raise PerfciError(reply.removeprefix("suite-error "))
+        if reply != "suite ok":
+            raise PerfciError(f"the perfci worker did not check the suite: {reply[:300]}")
+
     def run(self, request: Path, result: Path, log: Path, timeout_s: float) -> int | None:
         """Run one case; its exit code, or None when it was killed for running too long."""
         self._send(f"{request}\t{result}\t{log}")
@@ -287,6 +305,18 @@ class CaseRunner:
             self._server.configure(device)
         return device
 
+    def check_suite(self, path: str) -> None:
+        """Check the cases of a suite loaded without its kernels (``load_suite(..., check=...)``)
+        against the project's kernels, in the worker server, which imports them anyway, so this
+        process never has to. ``spawn`` isolation keeps no worker between cases: the check then
+        runs here. Raises the suite loader's one line as :class:`PerfciError`."""
+        if self._device is None:
+            raise RuntimeError("resolve_device() first")  # the kernels import as the device needs
+        if self._server is not None:
+            self._server.check_suite(Path(path).resolve(), path)
+        elif problem := suite_kernel_problem(Path(path), path, registry_for_root(self.root).check):
+            raise PerfciError(problem)
+
     def run(self, cases: Sequence[CaseSpec], on_done: Callable[[int, CaseResult, dict], None],
             on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:
         """Measure cases one after another; ``on_done`` sees each result as it lands."""
@@ -386,6 +416,15 @@ def _collect(spec: CaseSpec, code: int, res_path: Path, log_path: Path) -> tuple
                         gate=data.get("gate", ""), stalls=int(data.get("stalls") or 0),
                         kernels=records_from_result(data))
     return result, data
+
+
+def _log_tail(log_path: Path) -> str:
+    """The last line of a worker's log ("no message" when it wrote none)."""
+    try:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1][:300] if lines else "no message"
 
 
 def _crash_message(code: int, log_path: Path) -> str:

@@ -11,6 +11,7 @@ warm up until the clock settles -> repeats x iterations -> result.
 """
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -19,10 +20,13 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Callable
 
 from perfci.files import atomic_write_text
+from perfci.kernel_registry import registry_for_root
 from perfci.model import CaseSpec
+from perfci.suites import suite_kernel_problem
 
 _STARTED = time.perf_counter()
 # relative_error: the pytest plugin's check imports it from here, the one measure of a case's error.
@@ -66,7 +70,6 @@ def measure(request: dict) -> dict:
     import torch
 
     from perfci.kernel import Unsupported
-    from perfci.kernel_registry import registry_for_root
     from perfci.measure.envinfo import collect_environment
     from perfci.measure.resources import record_launches
     from perfci.model import Environment
@@ -276,7 +279,8 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
 
     Protocol, one line each way (see :class:`perfci.measure.runner.WorkerServer`):
     ``hello GPU`` on start (``failed REASON`` if torch is missing); ``device D``
-    -> ``ready``; ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
+    -> ``ready``; ``suite {"path", "shown"}`` -> ``suite ok`` or ``suite-error LINE``;
+    ``REQUEST\tRESULT\tLOG`` -> ``pid N`` ... ``exit N CODE [restart]``.
     """
 
     def reply(line: str) -> None:
@@ -301,6 +305,9 @@ def _serve_lines(commands, reply, mode: str, before_measure, torch, in_run: bool
         if line.startswith("device "):
             _load_measuring_modules(line.split()[1])
             reply("ready")
+            continue
+        if line.startswith("suite "):
+            _check_suite(json.loads(line.removeprefix("suite ")), reply, forked=mode != "shared")
             continue
         if line == "run" and mode == "run" and not in_run:
             _run_child(commands, reply, before_measure, torch)
@@ -364,6 +371,24 @@ def _run_child(commands, reply, before_measure, torch) -> None:
     reply(f"run-end {pid} {os.waitstatus_to_exitcode(status)}")
 
 
+def _check_suite(where: dict, reply, forked: bool) -> None:
+    """Reply ``suite ok`` or ``suite-error LINE``: the suite's kernels are checked where they are
+    measured (:func:`perfci.suites.suite_kernel_problem`). A forking server checks in a child:
+    a kernel module may touch the device when imported, which a process that forks must not do."""
+    if forked:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _check_suite(where, reply, forked=False)
+            finally:
+                _exit_now(0)
+        os.waitpid(pid, 0)
+        return
+    check = registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).check
+    problem = suite_kernel_problem(Path(where["path"]), where["shown"], check)
+    reply(f"suite-error {problem}" if problem else "suite ok")
+
+
 def _gpu_visible(torch, forked: bool) -> bool:
     """Whether torch sees a GPU. A forking server must not initialise the driver
     itself (a forked child could not use it), so it asks a child."""
@@ -394,6 +419,11 @@ def _load_measuring_modules(device: str) -> None:
         perfci.kernel_registry.registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).project()
     except Exception:  # noqa: BLE001 - a broken module is reported by the case that needs it
         pass
+    # What is imported by now lives as long as the process: out of the collector's sight, the
+    # collection after every case (_release_device_memory) takes microseconds, not the ~0.15 s
+    # that walking torch's and triton's objects costs, and forked children do not copy its pages.
+    gc.collect()
+    gc.freeze()
 
 
 @contextmanager
@@ -419,8 +449,6 @@ def _output_to(log: str):
 
 def _release_device_memory(torch) -> None:
     """Give back what the case allocated, so the next case's buffers are placed afresh."""
-    import gc
-
     gc.collect()
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
@@ -474,5 +502,14 @@ def _json_default(value):
     return str(value)
 
 
+def _exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown: with torch and triton loaded it takes
+    3-4 s of a 2-core machine's time, and everything a worker owes is written by then
+    (results atomically, logs flushed here)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    _exit_now(main(sys.argv[1:]))
