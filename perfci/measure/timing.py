@@ -183,3 +183,39 @@ def clock_settled(clocks_mhz: Sequence[float | None], window: int = 3, tolerance
         return False
     lo, hi = min(recent), max(recent)
     return (hi - lo) <= tolerance * hi
+
+# Warm-up batches grow towards this long: long enough that the clock read after
+# one reflects the load rather than the gaps between batches (NVML samples the
+# clock every few ms), short enough that three agreeing readings come quickly.
+WARMUP_BATCH_S = 0.025
+
+
+def warm_up(run, flush, sync, source, min_s: float, max_s: float) -> dict:
+    """Launch in growing batches until the clock settles (or ``max_s`` passes).
+
+    Each batch is synchronised, so the host never queues seconds of work ahead
+    of the device.
+    """
+    clocks: list[float | None] = []
+    start = time.perf_counter()
+    batch, batches = 1, 0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            if flush is not None:
+                flush()
+            run()
+        sync()
+        took = time.perf_counter() - t0
+        batches += 1
+        clocks.append(source.read().sclk_mhz)
+        elapsed = time.perf_counter() - start
+        no_clock = all(c is None for c in clocks)
+        if elapsed >= max_s:
+            break
+        if elapsed >= min_s and (clock_settled(clocks) or (no_clock and batches >= 3)):
+            break
+        batch = max(1, min(batch * 4, int(batch * WARMUP_BATCH_S / took) if took > 0 else batch * 4))
+    settled = clock_settled(clocks)
+    return {"seconds": round(time.perf_counter() - start, 3), "batches": batches,
+            "settled": settled, "last_sclk_mhz": clocks[-1] if clocks else None}

@@ -31,7 +31,7 @@ from perfci.suites import suite_kernel_problem
 _STARTED = time.perf_counter()
 # relative_error: the pytest plugin's check imports it from here, the one measure of a case's error.
 from perfci.measure.gate import correctness_gate, launch_for_timing, relative_error  # noqa: F401
-from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, clock_settled, median, time_iterations
+from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, median, time_iterations, warm_up
 
 
 # Telemetry polls power, temperature and throttle reasons (and the clock, where the
@@ -155,7 +155,7 @@ def timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int
     source = open_source(vendor, 0)
     telemetry_name = source.name.split(":")[0]
     try:
-        result["warmup"] = _warm_up(timed, flush, sync, source, *warmup_s)
+        result["warmup"] = warm_up(timed, flush, sync, source, *warmup_s)
         phases.done("warmup")
         samples = []
         with Sampler(source, poll_s) as sampler:
@@ -224,43 +224,6 @@ def _marks(timer: str, iters: int, torch):
     if timer == "host":
         return HostMarks(iters)
     return ProfilerMarks(iters, torch) if timer == "profiler" else EventMarks(iters, torch)
-
-
-# Warm-up batches grow towards this long: long enough that the clock read after
-# one reflects the load rather than the gaps between batches (NVML samples the
-# clock every few ms), short enough that three agreeing readings come quickly.
-WARMUP_BATCH_S = 0.025
-
-
-def _warm_up(run, flush, sync, source, min_s: float, max_s: float) -> dict:
-    """Launch in growing batches until the clock settles (or ``max_s`` passes).
-
-    Each batch is synchronised, so the host never queues seconds of work ahead
-    of the device.
-    """
-    clocks: list[float | None] = []
-    start = time.perf_counter()
-    batch, batches = 1, 0
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            if flush is not None:
-                flush()
-            run()
-        sync()
-        took = time.perf_counter() - t0
-        batches += 1
-        clocks.append(source.read().sclk_mhz)
-        elapsed = time.perf_counter() - start
-        no_clock = all(c is None for c in clocks)
-        if elapsed >= max_s:
-            break
-        if elapsed >= min_s and (clock_settled(clocks) or (no_clock and batches >= 3)):
-            break
-        batch = max(1, min(batch * 4, int(batch * WARMUP_BATCH_S / took) if took > 0 else batch * 4))
-    settled = clock_settled(clocks)
-    return {"seconds": round(time.perf_counter() - start, 3), "batches": batches,
-            "settled": settled, "last_sclk_mhz": clocks[-1] if clocks else None}
 
 
 def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure | None = None) -> None:
