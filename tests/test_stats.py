@@ -189,3 +189,18 @@ def test_t_estimate_is_the_two_sided_t_test_and_interval_of_an_estimate_and_its_
     assert est.p_value == pytest.approx(2 * ss.t.sf(3.0, 4.5), rel=1e-12)
     assert stats.t_estimate(-0.03, 0.01, 4.5, 0.95).p_value == est.p_value
 
+
+
+def test_median_is_numpys_median_exactly():
+    rng = np.random.default_rng(7)
+    for n in range(1, 80):
+        for scale in (1e-9, 1.0, 1e9):
+            x = rng.normal(size=n) * scale
+            assert stats.median(x) == float(np.median(x))
+            assert stats.median(list(x)) == float(np.median(x))
+    ties = np.array([3.0, 1.0, 3.0, 1.0])
+    assert stats.median(ties) == float(np.median(ties)) == 2.0
+    assert math.isnan(stats.median([1.0, math.nan, 2.0]))
+    assert stats.median([math.inf, -math.inf, 1.0]) == float(np.median([math.inf, -math.inf, 1.0]))
+    with pytest.raises(ValueError):
+        stats.median([])

@@ -55,7 +55,7 @@ class Explanation:
     sides: tuple[tuple[str, str, str], ...] = ()  # (what, base, cur): config, resources, clocks, versions
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per case, a million in a large compare
 class CaseComparison:
     kernel: str
     shape: str
