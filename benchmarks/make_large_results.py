@@ -2,8 +2,9 @@
 
 Every row is a distinct case (kernel ``gemm_K``, shapes MxNxK over a grid) with seven
 repeats and clocks, as a real run writes them; CUR is BASE with seeded noise, and one
-case in 1000 made 10% slower, so the compare has regressions to find and rank.
-Deterministic for a given ``--rows`` and ``--seed``.
+case in 1000 made 10% slower, so the compare has cases to flag (at 100k cases they are
+``inconclusive``: 7 repeats a side cannot reach the p-value Benjamini-Hochberg asks of
+one case in 100k). Deterministic for a given ``--rows`` and ``--seed``.
 
     python benchmarks/make_large_results.py --rows 100000 --out /tmp/big
     /usr/bin/time -v perfci compare /tmp/big/base.csv /tmp/big/cur.csv --format json > /dev/null
