@@ -26,6 +26,7 @@ exit codes:
   4  internal error (a bug in perfci, never 1: a crash is not a regression); PERFCI_DEBUG=1 shows
      the traceback
   130 interrupted (run keeps what it measured; bisect restores your tree)
+  The code survives a reader that closes the pipe early (| head, | grep -q): output stops, the code stays.
 
 examples:
   perfci run smoke --device cpu --out results.csv    # CPU via the Triton interpreter

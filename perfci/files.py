@@ -20,7 +20,7 @@ from pathlib import Path
 from perfci.errors import PerfciError
 
 MAX_INPUT_ENV = "PERFCI_MAX_INPUT_MB"
-DEFAULT_MAX_INPUT_MB = 256  # a 1M-row results CSV is about 200 MiB; raise it with PERFCI_MAX_INPUT_MB
+DEFAULT_MAX_INPUT_MB = 256  # a 1M-row results CSV with clocks is about 230 MiB; raise it with PERFCI_MAX_INPUT_MB
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"),
                 (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                 (stat.S_ISSOCK, "a socket"))

@@ -159,7 +159,7 @@ class Environment:
     timestamp: str = ""  # ISO 8601, UTC
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a million rows without a million __dict__s
 class ResultRow:
     """One case as read back from a results file (perfci or FlyDSL)."""
 

@@ -18,7 +18,8 @@ import io
 import math
 import os
 import re
-from typing import Iterable, Mapping, Sequence
+import sys
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, read_input_text
@@ -289,15 +290,16 @@ class _Cells:
         return tuple(out)
 
 
-def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
+def _csv_rows(path: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str | None]]]]:
+    """The header, and the rows one at a time with their line numbers (each checked for its cell
+    count), so a large file is never held as a list of dicts as well as parsed."""
     text = read_input_text(path, "CSV")
+    reader = csv.DictReader(io.StringIO(text))
     try:
-        reader = csv.DictReader(io.StringIO(text))
         header = [h.strip() for h in (reader.fieldnames or [])]
-        reader.fieldnames = header
-        rows = list(reader)
     except csv.Error as err:
         raise PerfciError(f"{path}: not a valid CSV file ({err})") from None
+    reader.fieldnames = header
     first: dict[str, int] = {}
     for number, name in enumerate(header, start=1):
         if name and name in first:
@@ -305,17 +307,24 @@ def _read_csv_text(path: str) -> tuple[list[str], list[dict[str, str | None]]]:
             raise PerfciError(f"{path}: line 1: column '{name}' appears twice "
                               f"(columns {first[name]} and {number})")
         first[name] = number
-    for i, raw in enumerate(rows):
-        if None in raw or any(v is None for v in raw.values()):
-            cells = len(header) + len(raw.get(None) or ()) - sum(v is None for v in raw.values())
-            raise PerfciError(f"{path}: line {i + 2}: "
-                              f"{cells} cells, but the header has {len(header)} columns")
-    return header, rows
+
+    def rows() -> Iterator[tuple[int, dict[str, str | None]]]:
+        try:
+            for i, raw in enumerate(reader):
+                if None in raw or any(v is None for v in raw.values()):
+                    cells = len(header) + len(raw.get(None) or ()) - sum(v is None for v in raw.values())
+                    raise PerfciError(f"{path}: line {i + 2}: "
+                                      f"{cells} cells, but the header has {len(header)} columns")
+                yield i + 2, raw
+        except csv.Error as err:
+            raise PerfciError(f"{path}: not a valid CSV file ({err})") from None
+
+    return header, rows()
 
 
 def read_results(path: str | os.PathLike) -> ResultTable:
     """Read a perfci or FlyDSL results CSV, validating every cell."""
-    return read_results_cells(path)[0]
+    return _read(str(path), keep_cells=False)[0]
 
 
 def read_results_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
@@ -326,11 +335,14 @@ def read_results_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapp
     validates it, and :func:`cell_number` reads the one cell a caller needs.
     Every mapping has every column of the header.
     """
-    path = str(path)
-    header, rows = _read_csv_text(path)
+    return _read(str(path), keep_cells=True)
+
+
+def _read(path: str, keep_cells: bool) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
+    # One pass, row by row: time and memory grow with the rows, and only what is asked for is kept.
+    header, rows = _csv_rows(path)
     if set(FLYDSL_COLUMNS) <= set(header) and "kernel" not in header:
-        parsed = [_flydsl_row(_Cells(path, i + 2, raw)) for i, raw in enumerate(rows)]
-        fmt = "flydsl"
+        parse, fmt = _flydsl_row, "flydsl"
     else:
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if missing:
@@ -338,19 +350,23 @@ def read_results_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapp
                 f"{path}: line 1: missing column(s) {', '.join(missing)}; "
                 f"expected a perfci results CSV ({', '.join(REQUIRED_COLUMNS)}, ...) "
                 f"or a FlyDSL CSV ({','.join(FLYDSL_COLUMNS)})")
-        parsed = [_perfci_row(_Cells(path, i + 2, raw)) for i, raw in enumerate(rows)]
-        fmt = "perfci"
-    if not parsed:
-        raise PerfciError(f"{path}: has a header but no rows")
+        parse, fmt = _perfci_row, "perfci"
+    parsed: list[ResultRow] = []
+    cells: list[Mapping[str, str]] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for row in parsed:
+    for line, raw in rows:
+        row = parse(_Cells(path, line, raw))
         if row.key in seen:
             raise PerfciError(
                 f"{path}: line {row.line}, column 'kernel': duplicate case {','.join(row.key)} "
                 f"(first on line {seen[row.key]})")
         seen[row.key] = row.line
-    cells = tuple({column: (raw.get(column) or "").strip() for column in header} for raw in rows)
-    return ResultTable(path=path, format=fmt, rows=tuple(parsed)), cells
+        parsed.append(row)
+        if keep_cells:
+            cells.append({column: (raw.get(column) or "").strip() for column in header})
+    if not parsed:
+        raise PerfciError(f"{path}: has a header but no rows")
+    return ResultTable(path=path, format=fmt, rows=tuple(parsed)), tuple(cells)
 
 
 def cell_number(table: ResultTable, row: ResultRow, cells: Mapping[str, str], column: str) -> float:
@@ -369,7 +385,8 @@ def _perfci_row(cells: _Cells) -> ResultRow:
     status = cells.text("status")
     if status not in STATUSES:
         raise cells.fail("status", f"'{status[:40]}' is not one of {', '.join(STATUSES)}")
-    kernel, shape, dtype = cells.text("kernel"), cells.text("shape"), cells.text("dtype")
+    kernel, shape, dtype = sys.intern(cells.text("kernel")), cells.text("shape"), sys.intern(cells.text("dtype"))
+    status = sys.intern(status)
     ok = status == "ok"
     median = cells.number("median_us", positive=True, allow_empty=not ok, bounds=TIME_RANGE_US, unit=" us")
     repeats = cells.number_list("repeats_us", positive=True, bounds=TIME_RANGE_US, unit=" us")
@@ -408,15 +425,20 @@ def _perfci_row(cells: _Cells) -> ResultRow:
         sclk_mhz=lists["sclk_mhz"],
         throttled=throttled,
         weight=1.0 if weight is None else weight,
-        arch=cells.text("arch", required=False), device_name=cells.text("device_name", required=False),
-        git_sha=cells.text("git_sha", required=False), message=cells.text("message", required=False),
-        line=cells.line, timer=cells.text("timer", required=False),
-        clock_source=cells.text("clock_source", required=False),
+        arch=_shared(cells, "arch"), device_name=_shared(cells, "device_name"),
+        git_sha=_shared(cells, "git_sha"), message=cells.text("message", required=False),
+        line=cells.line, timer=_shared(cells, "timer"),
+        clock_source=_shared(cells, "clock_source"),
         stalls=cells.integer("stalls") or 0,
         roofline_pct=_shown_only(cells, "roofline_pct"), power_w=power, kernels=kernels,
-        **{column: cells.text(column, required=False)
-           for column in ("driver", "runtime", "torch", "triton", "timestamp")},
+        **{column: _shared(cells, column) for column in ("driver", "runtime", "torch", "triton", "timestamp")},
     )
+
+
+def _shared(cells: _Cells, column: str) -> str:
+    """A cell every row of a run repeats (device, commit, versions): one string for all of them,
+    which keeps a table of a million rows from holding a million copies of each."""
+    return sys.intern(cells.text(column, required=False))
 
 
 def _shown_only(cells: _Cells, column: str) -> float | None:

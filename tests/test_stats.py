@@ -270,3 +270,17 @@ def test_wilson_is_sound_at_the_edges():
     assert stats.wilson(0, 0) == (None, None)
     low, high = stats.wilson(30, 100)
     assert low < 0.3 < high and high - low < 0.2
+
+def test_median_is_numpys_median_exactly():
+    rng = np.random.default_rng(7)
+    for n in range(1, 80):
+        for scale in (1e-9, 1.0, 1e9):
+            x = rng.normal(size=n) * scale
+            assert stats.median(x) == float(np.median(x))
+            assert stats.median(list(x)) == float(np.median(x))
+    ties = np.array([3.0, 1.0, 3.0, 1.0])
+    assert stats.median(ties) == float(np.median(ties)) == 2.0
+    assert math.isnan(stats.median([1.0, math.nan, 2.0]))
+    assert stats.median([math.inf, -math.inf, 1.0]) == float(np.median([math.inf, -math.inf, 1.0]))
+    with pytest.raises(ValueError):
+        stats.median([])

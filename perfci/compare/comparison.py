@@ -74,7 +74,7 @@ class ConfigFlip:
     pin: str  # how to pin the config, so the next runs measure one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per case, a million in a large compare
 class CaseComparison:
     kernel: str
     shape: str

@@ -109,7 +109,7 @@ def _own_clock_shift(b: ResultRow, c: ResultRow) -> float | None:
     cb, cc = _clocks(b, len(b.repeats_us)), _clocks(c, len(c.repeats_us))
     if cb is None or cc is None:
         return None
-    return float(np.median(cc) - np.median(cb))
+    return stats.median(cc) - stats.median(cb)
 
 
 def _power_limited(row: ResultRow) -> bool:
@@ -142,9 +142,9 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
             # power-limited cases saw.
             level_b, level_c = 0.0, e * device_clock[True]
         else:
-            level_b, level_c = e * float(np.median(cb)), e * float(np.median(cc))
-        per_repeat_b = lb + e * (cb - np.median(cb)) + level_b
-        per_repeat_c = lc + e * (cc - np.median(cc)) + level_c
+            level_b, level_c = e * stats.median(cb), e * stats.median(cc)
+        per_repeat_b = lb + e * (cb - stats.median(cb)) + level_b
+        per_repeat_c = lc + e * (cc - stats.median(cc)) + level_c
         # Per-repeat clocks only where they explain the repeats' spread: a clock
         # read badly, or flat while the times scatter, would widen the interval
         # with clock noise. Then the repeats are judged in time and only each
@@ -155,7 +155,7 @@ def _prepare(b: ResultRow, c: ResultRow, arch: str, opts: CompareOptions,
         else:
             lb, lc = lb + level_b, lc + level_c
         normalized = True
-    shift = float(np.median(lc[:, None] - lb[None, :]))
+    shift = stats.median((lc[:, None] - lb[None, :]).ravel())
     return _Prepared(b, c, lb, lc, e, known, normalized, shift, own, repeat_clocks,
                      unreferenced=normalized and unreferenced)
 

@@ -30,7 +30,8 @@ from perfci.stats.one_sample import (ONE_SAMPLE_METHODS, Estimate, Location, one
 from perfci.stats.prior import limma_fit, moderated_variance, trigamma_inverse
 from perfci.stats.proportion import wilson
 from perfci.stats.robust import (BIWEIGHT_C, HUBER_C, MAD_TO_SD, CommonMode, biweight_coefficients, common_mode,
-                                 huber_coefficients, huber_fit, mad_spread, robust_spread, shift_design)
+                                 huber_coefficients, huber_fit, mad_spread, median, robust_spread,
+                                 shift_design)
 from perfci.stats.two_sample import (ALTERNATIVES, EXACT_MAX_N, MWU, Shift, bootstrap_shift, hodges_lehmann,
                                      mann_whitney, min_pvalue)
 
@@ -38,6 +39,6 @@ __all__ = [
     "ALTERNATIVES", "BIWEIGHT_C", "EXACT_MAX_N", "HUBER_C", "MAD_TO_SD", "MWU", "ONE_SAMPLE_METHODS", "CommonMode",
     "Estimate", "Location", "Shift", "benjamini_hochberg", "biweight_coefficients", "bootstrap_shift",
     "common_mode", "hodges_lehmann", "huber_coefficients", "huber_fit", "limma_fit", "mad_spread", "mann_whitney",
-    "min_pvalue", "moderated_variance", "one_sample", "robust_spread", "shift_design", "signed_rank",
+    "median", "min_pvalue", "moderated_variance", "one_sample", "robust_spread", "shift_design", "signed_rank",
     "t_estimate", "t_interval", "trigamma_inverse", "trimmed_mean_interval", "wilson",
 ]

@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from perfci.stats.robust import median
+
 EXACT_MAX_N = 60
 
 
@@ -157,7 +159,7 @@ def hodges_lehmann(base: Sequence[float], cur: Sequence[float], confidence: floa
         raise ValueError("hodges_lehmann needs at least one sample a side")
     d = np.sort((y[:, None] - x[None, :]).ravel())
     mn = d.size
-    est = float(np.median(d))
+    est = median(d)
     half_alpha = (1.0 - confidence) / 2.0
     if max(n1, n2) <= EXACT_MAX_N:
         cdf = _u_null_cdf(n1, n2)

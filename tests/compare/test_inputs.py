@@ -1,4 +1,5 @@
 """What compare and calibrate read: results of every supported format, and noise profiles."""
+import dataclasses
 import json
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def test_devices_must_match_where_both_files_say():
         check_same_device(h200, _table("b.csv", "gfx942", "AMD Instinct MI300X"))
     mixed = _table("m.csv", "sm_90", "x")
     mixed = type(mixed)(path="m.csv", format="perfci", rows=mixed.rows + tuple(
-        type(r)(**{**r.__dict__, "kernel": "k2", "arch": "gfx942"}) for r in mixed.rows))
+        dataclasses.replace(r, kernel="k2", arch="gfx942") for r in mixed.rows))
     with pytest.raises(PerfciError, match=r"^m.csv: rows from more than one device \(gfx942, sm_90, x\)"):
         check_same_device(mixed, h200)
 

@@ -1,6 +1,7 @@
 """The history store: round trip, refusals (one line, exit 2, nothing written), concurrent adds."""
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,22 @@ def test_a_corrupt_run_file_in_the_store_is_named(tmp_path):
     run.write_text(run.read_text().replace("ok", "maybe", 1))
     r = perfci("history", "check", tmp_path / "st")
     assert r.returncode == 2 and run.name in r.stderr and "'status'" in r.stderr
+
+
+@pytest.mark.parametrize("made", ["link-to-dev-zero", "fifo"])
+def test_a_run_file_in_the_store_that_is_not_a_regular_file_is_one_line(tmp_path, made):
+    # Was: a run committed as a link to /dev/zero filled the memory until the OOM killer.
+    assert perfci("history", "add", tmp_path / "st", write_night(tmp_path / "a.csv", 0)).returncode == 0
+    (run,) = (tmp_path / "st" / "runs").iterdir()
+    run.unlink()
+    if made == "fifo":
+        os.mkfifo(run)
+    else:
+        run.symlink_to("/dev/zero")
+    r = perfci("history", "check", tmp_path / "st")
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert run.name in line and "not a CSV file (perfci reads only regular files)" in line
 
 
 def _add(args):
