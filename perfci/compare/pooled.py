@@ -71,7 +71,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from perfci import stats
-from perfci.compare import restart
+from perfci.compare.restart import judge_since_restart, notes as restart_notes
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
 from perfci.compare.noise import NoiseProfile
 from perfci.compare.prior import CaseVariance, Prior, PriorOptions, case_priors, moderated_var
@@ -311,10 +311,10 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
         if popts.absolute_floor and opts.min_effect_pct is None and profile.floor_us:
             case_floor += 100.0 * profile.floor_us / math.exp(t.pool.center)
         cases.append(_verdict(t, e, float(q), math.log1p(case_floor / 100.0), floor, profile, opts, popts))
-    cases.extend(restart.judge_since_restart(since_restart, baseline.restarted, cur.path, arch, profile, opts))
+    cases.extend(judge_since_restart(since_restart, baseline.restarted, cur.path, arch, profile, opts))
     cases.sort(key=CaseComparison.severity_key)
     suite = _suite(cm, tested, profile)
-    notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor) + restart.notes(baseline.restarted, cur)
+    notes = _notes(baseline, tested, cm, suite, profile, opts, popts, floor) + restart_notes(baseline.restarted, cur)
     few = sum(1 for _, p in [(None, baseline.pools.get(r.key)) for r in cur.rows
                              if r.status == "ok" and r.key not in baseline.restarted]
               if p is not None and p.k < popts.min_nights)

@@ -18,10 +18,6 @@ from perfci.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, PerfciError
 from perfci.files import atomic_write_text
 from perfci.config import STALE_DAYS, load_config
 from perfci.history import stale
-from perfci.history.canary import counted_rate
-from perfci.history.canary import rates as canary_rates
-from perfci.history.canary import render_json as canary_json
-from perfci.history.canary import render_table as canary_table
 from perfci.history.render_triage import render_records_json, render_records_table
 from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
@@ -286,6 +282,7 @@ def plot_main(args) -> int:
 
 
 def report_main(args) -> int:
+    from perfci.history.canary import rates as canary_rates  # numpy, through the statistics: not at --help
     from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html, triage_html
 
     history, cases = _checks(args)
@@ -309,6 +306,8 @@ def report_main(args) -> int:
 
 
 def _team_false_alarms(history, records, canaries, confidence: float):
+    from perfci.history.canary import counted_rate  # numpy, through the statistics: not at --help
+
     """The false alarms of the store's real nights as the team judged them (``invalid`` records), with a Wilson interval."""
     hits, n = judged_false_alarms(records, [(r.info.run_id, r.info.suite, r.info.git_sha,
                                              frozenset(row.key for row in r.table.rows)) for r in history.runs],
@@ -317,6 +316,9 @@ def _team_false_alarms(history, records, canaries, confidence: float):
 
 
 def canary_main(args) -> int:
+    from perfci.history.canary import render_json as canary_json  # numpy: not at --help
+    from perfci.history.canary import render_table as canary_table
+
     stores, team = [], []
     for store in args.stores:
         history = load(store)

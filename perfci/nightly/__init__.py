@@ -5,3 +5,5 @@
 :mod:`perfci.nightly.night` runs the stages in order; :mod:`perfci.nightly.render`
 writes summary.md, issue.md and verdict.json. See docs/nightly.md.
 """
+
+NIGHT_BUDGET_S = 900.0  # the whole night, measuring to reports (--budget): a team keeps a 15-minute night on

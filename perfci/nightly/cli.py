@@ -8,7 +8,7 @@ from pathlib import Path
 from perfci.args import at_least, percentage
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
-from perfci.nightly.core import NIGHT_BUDGET_S
+from perfci.nightly import NIGHT_BUDGET_S
 
 DESCRIPTION = """\
 One night of CI in one command, each stage's outcome in DIR/verdict.json:

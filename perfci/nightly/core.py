@@ -30,6 +30,7 @@ from typing import Sequence
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
 from perfci.history.canary import CanaryNight, Rates, rates_dict, tonight_line
+from perfci.nightly import NIGHT_BUDGET_S  # noqa: F401 - the night's budget, beside its split below
 from perfci.nightly.triaged import CaseTriage, verdict_fields
 from perfci.verdict import DECIDED, FAILED_STATUSES, TESTED, Verdict
 from perfci.verdict import missing as baseline_missing
@@ -448,7 +449,6 @@ def verdict_dict(o: Outcome, d: NightVerdict) -> dict:
 
 # --------------------------------------------------------------------------- the night's budget
 
-NIGHT_BUDGET_S = 900.0  # the whole night, measuring to reports (--budget): a team keeps a 15-minute night on
 MIN_STAGE_S = 60.0  # confirm or bisect always gets this much, however late it starts: a verdict, not a hang
 CONFIRM_SHARE = 0.5  # of what is left when confirm starts, when bisect may follow; the rest is bisect's
 REPORT_RESERVE_S = 30.0  # kept back from bisect for the history, the plots and the reports
