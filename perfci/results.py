@@ -22,6 +22,7 @@ import sys
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.escape import term_text
 from perfci.files import atomic_write_text, read_input_text
 from perfci.roofline import throughput
 from perfci.model import (STATUSES, CaseResult, Environment, KernelRecord, ResultRow,  # noqa: F401 - re-exported
@@ -233,7 +234,8 @@ class _Cells:
         self.path, self.line, self.raw = path, line, raw
 
     def fail(self, column: str, why: str) -> PerfciError:
-        return PerfciError(f"{self.path}: line {self.line}, column '{column}': {why}")
+        # One line whatever the cell held: a newline or an escape sequence in it is shown, not printed.
+        return PerfciError(f"{self.path}: line {self.line}, column '{term_text(column)}': {term_text(why)}")
 
     def text(self, column: str, required: bool = True) -> str:
         value = (self.raw.get(column) or "").strip()
