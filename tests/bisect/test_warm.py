@@ -46,7 +46,8 @@ def test_bisect_with_warm_workers_names_the_planted_commit_and_leaves_the_tree(r
     path, plant = repo
     before = state(path)
     proc = tool(path, "bisect", "HEAD~5", "HEAD", "--suite", "gemm", "--case", "gemmlab_matmul",
-                "--device", "cpu", "--min-effect", "50", "--budget", "400", "--format", "json")
+                "--device", "cpu", "--repeats", "3", "--iters", "20", "--min-effect", "50", "--budget", "400",
+                "--format", "json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
     assert report["status"] == "culprit"
