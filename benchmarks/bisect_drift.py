@@ -329,6 +329,8 @@ def probe_rules(path: Path, trials: int, seed: int) -> str:
 
 
 SIM_MACHINES = {
+    "quiet (one state, 0.5% scatter, no outliers: a GPU's large GEMM)":
+        {"noise": 0.005, "outlier_rate": 0.0, "states": (1.0,)},
     "drifting (states x0.85/x1/x1.2 ~2 s, 1.5% scatter, 3% of runs +30-100%)": {},
     "loaded (states x0.8/x1/x1.25 ~1 s, 5% scatter, 10% of runs +30-100%)":
         {"noise": 0.05, "outlier_rate": 0.1, "states": (0.8, 1.0, 1.25), "dwell_s": 1.0},
@@ -362,9 +364,9 @@ def simulated(trials: int, steps: list[float], seed: int) -> str:
 
 
 def _ratio(ts, rule, step, floor):
-    from perfci.bisect import rules
+    from perfci.bisect import probes
 
-    d = rules.decide_probe(ts, rule, step, floor)
+    d = probes.decide_probe(ts, rule, step, floor)
     return {"good": "good", "bad": "bad"}.get(d.status.value)
 
 

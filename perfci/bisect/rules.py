@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
-from perfci.stats import Location, robust_spread, trimmed_mean_interval
+from perfci.stats import Location, trimmed_mean_interval
 from perfci.verdict import confidence_text
 
 # Roles in a round's runs, in the order they run; rounds alternate between the two orders.
@@ -63,7 +63,7 @@ def badness(value: float | None, higher_is_better: bool) -> float | None:
     return -math.log(value) if higher_is_better else math.log(value)
 
 
-def _logs(rnd: Round, higher_is_better: bool) -> dict[str, list[float]] | None:
+def logs_by_role(rnd: Round, higher_is_better: bool) -> dict[str, list[float]] | None:
     out: dict[str, list[float]] = {}
     for role, value in rnd:
         b = badness(value, higher_is_better)
@@ -75,7 +75,7 @@ def _logs(rnd: Round, higher_is_better: bool) -> dict[str, list[float]] | None:
 
 def pair_contrast(rnd: Round, higher_is_better: bool = False) -> float | None:
     """``mean log b - mean log a`` in one round (badness: + means b is worse); None if a run failed."""
-    logs = _logs(rnd, higher_is_better)
+    logs = logs_by_role(rnd, higher_is_better)
     if logs is None or not logs.get("a") or not logs.get("b"):
         return None
     return sum(logs["b"]) / len(logs["b"]) - sum(logs["a"]) / len(logs["a"])
@@ -87,7 +87,7 @@ def probe_contrast(rnd: Round, higher_is_better: bool = False) -> tuple[float, f
     ``t = 2 (mean log m - mean(log lo, log hi))``: about ``-step`` when m is like
     lo, ``+step`` when it is like hi (see the module docstring).
     """
-    logs = _logs(rnd, higher_is_better)
+    logs = logs_by_role(rnd, higher_is_better)
     if logs is None or not all(logs.get(r) for r in ("lo", "m", "hi")):
         return None
     m = sum(logs["m"]) / len(logs["m"])
@@ -132,6 +132,7 @@ class SequentialRule:
     growth: float = 1.25
     probe_alpha: float = 0.001  # a probe's chance of the wrong answer (its bounds are e^+-ln(1/probe_alpha))
     early_share: float = 0.2  # of alpha, for the look at two rounds (:func:`early_look`); 0: no such look
+    clear_ratio: float = 10.0  # a probe's step past this many runs' scatter is decided by a clear round; 0: never
 
     def __post_init__(self):
         if not 0.0 < self.alpha < 1.0 or not 0.0 < self.probe_alpha < 0.5:
@@ -224,19 +225,45 @@ def early_look(rounds: Sequence[Round], rule: SequentialRule, higher_is_better: 
 
     if rule.early_share <= 0.0 or len(rounds) != 2:
         return None
-    ds, within = [], []
-    for rnd in rounds:
-        logs = _logs(rnd, higher_is_better)
-        if logs is None or len(logs.get("a", ())) != 2 or len(logs.get("b", ())) != 2:
-            return None
-        (a1, a2), (b1, b2) = logs["a"], logs["b"]
-        ds.append((b1 + b2 - a1 - a2) / 2.0)
-        within += [(a1 - a2) ** 2 / 2.0, (b1 - b2) ** 2 / 2.0]
+    parts = [_pair_parts(rnd, higher_is_better) for rnd in rounds]
+    if any(p is None for p in parts):
+        return None
+    ds = [d for d, _ in parts]
+    within = [w for _, ws in parts for w in ws]
     variance = max(sum(within) / len(within), (ds[0] - ds[1]) ** 2 / 2.0)
     se = math.sqrt(variance / 2.0)
     half = float(special.stdtrit(len(within), 1.0 - rule.early_level / 2.0)) * se  # a degree of freedom a pair of runs
     estimate = (ds[0] + ds[1]) / 2.0
     return Look(2, 0, rule.early_level, Location(estimate, estimate - half, estimate + half, 2, se))
+
+
+def _pair_parts(rnd: Round, higher_is_better: bool) -> tuple[float, tuple[float, float]] | None:
+    """A pair round's ``d`` and its two within-round variance estimates of one run (None unless 2 a + 2 b)."""
+    logs = logs_by_role(rnd, higher_is_better)
+    if logs is None or len(logs.get("a", ())) != 2 or len(logs.get("b", ())) != 2:
+        return None
+    (a1, a2), (b1, b2) = logs["a"], logs["b"]
+    return (b1 + b2 - a1 - a2) / 2.0, ((a1 - a2) ** 2 / 2.0, (b1 - b2) ** 2 / 2.0)
+
+
+def run_scatter(rounds: Sequence[Round], higher_is_better: bool = False) -> float | None:
+    """One run's standard deviation (a log) from a pair's rounds; None under one usable round.
+
+    As :func:`early_look` takes it: the larger of the within-round estimate (the
+    two runs of each side in a round) and the rounds' own disagreement (a round's
+    ``d`` has one run's variance), so a change of machine state between rounds,
+    which the within-round runs hide, still counts.
+    """
+    parts = [p for p in (_pair_parts(rnd, higher_is_better) for rnd in rounds) if p is not None]
+    if not parts:
+        return None
+    within = [w for _, ws in parts for w in ws]
+    variance = sum(within) / len(within)
+    ds = [d for d, _ in parts]
+    if len(ds) >= 2:
+        mean = sum(ds) / len(ds)
+        variance = max(variance, sum((d - mean) ** 2 for d in ds) / (len(ds) - 1))
+    return math.sqrt(variance)
 
 
 def pct(log_value: float) -> float:
@@ -326,118 +353,6 @@ def decide_culprit(lk: Look | None, min_effect_pct: float, final: bool = False) 
         return StepDecision(StepStatus.OPEN, lk, text)
     return StepDecision(StepStatus.UNRESOLVED, lk, f"{text}: not wholly past --min-effect {min_effect_pct:g}% "
                                                    f"within the budget")
-
-
-class ProbeStatus(str, Enum):
-    GOOD = "good"
-    BAD = "bad"
-    UNSURE = "unsure"  # the budget ran out before the evidence reached either bound
-    OPEN = "open"
-
-
-@dataclass(frozen=True)
-class ProbeDecision:
-    status: ProbeStatus
-    evidence: float | None = None  # log likelihood ratio, + for "like hi" (bad)
-    interval: Location | None = None  # mean t with a 95% interval, for the report
-    position: float | None = None  # where m sits on lo (0) -> hi (1), from the same rounds
-    message: str = ""
-
-
-WINSOR_K = 3.0  # rounds beyond median +- 3 robust sd are pulled in to that edge before the ratio
-
-
-def probe_evidence(ts: Sequence[float], step: float) -> float:
-    """Log likelihood ratio of "mean t = +step" (m like hi) against "mean t = -step" (m like lo).
-
-    Gaussian rounds with their variance unknown and profiled out, the same under
-    both: ``(n / 2) ln(sum (t + step)^2 / sum (t - step)^2)``. From five rounds on,
-    each t is first winsorized to the median +- 3 robust sd (1.4826 MAD): a round
-    that straddles a change of the machine's state, or carries one run 50% off,
-    would otherwise swell both sums and hold the ratio near 1 for dozens of
-    rounds. On the simulated machine of tests/bisect/simulate.py, when this was
-    chosen (500:1 bounds, 600 probes each), it took an 8% probe from 19 rounds
-    to 7 and a 3% one from 125 to 17, with no wrong call either way; 2 robust
-    sd instead of 3 was faster still but wrong 3-5 times in 1,000 under load.
-    """
-    n = len(ts)
-    if n >= 5:
-        centre = sorted(ts)[n // 2] if n % 2 else 0.5 * (sorted(ts)[n // 2 - 1] + sorted(ts)[n // 2])
-        spread = robust_spread(ts)
-        if spread > 0.0:
-            lo, hi = centre - WINSOR_K * spread, centre + WINSOR_K * spread
-            ts = [min(max(t, lo), hi) for t in ts]
-    plus = sum((t + step) ** 2 for t in ts)
-    minus = sum((t - step) ** 2 for t in ts)
-    if minus == 0.0:
-        return math.inf
-    if plus == 0.0:
-        return -math.inf
-    return 0.5 * n * math.log(plus / minus)
-
-
-def probe_step(contrasts: Sequence[tuple[float, float]], expected: float, floor: float) -> float:
-    """The step the probe's two hypotheses stand apart by (a log): ``expected``, unless the bracket's
-    own rounds show it smaller (a 90% upper bound of their lo -> hi step, not below ``floor``).
-
-    Too large a step makes a wrong call likelier (the error is about
-    ``alpha ** (true / assumed)``); too small one only costs rounds. The caller
-    passes 3/4 of GOOD -> BAD for ``expected``; a bracket inside a history with
-    more than one step is smaller than that, and its own rounds say so.
-    """
-    steps = [d for _, d in contrasts]
-    if len(steps) < 3:
-        return expected
-    upper = trimmed_mean_interval(steps, 0.8).high
-    return min(expected, max(floor, upper))
-
-
-def decide_probe(contrasts: Sequence[tuple[float, float]], rule: SequentialRule, expected_step: float,
-                 floor: float, final: bool = False) -> ProbeDecision:
-    """Is m like lo (good) or like hi (bad)? ``contrasts`` are the (t, step) of its rounds.
-
-    A sequential probability ratio test (Wald) between the two answers a
-    bisect allows: under one step, m sits at lo's level (mean t = -step) or at
-    hi's (+step). It stops once the likelihood ratio passes ``1 / probe_alpha``
-    either way (after ``rule.min_rounds``), and the chance of the wrong answer
-    stays about ``probe_alpha`` whenever it stops. Asking only "which end?", not
-    "is it different from the middle?", is what makes it cheap: on real probe
-    rounds from this project's 2-core machine under load (a run's time scattered
-    by +-12%), an 8% step took 57 rounds a probe this way and 172 for the
-    sequential interval of the mean t to leave 0, at about the same error
-    (``benchmarks/bisect_drift.py --probe-rules``, docs/bisect.md). A commit in
-    the middle (a partial step) gets one answer or the other; the culprit check
-    at the end holds the named step to its own interval.
-    """
-    ts = [t for t, _ in contrasts]
-    position = _position(contrasts)
-    interval = trimmed_mean_interval(ts, 0.95) if len(ts) >= 2 else None
-    if len(ts) < rule.min_rounds:
-        status = ProbeStatus.UNSURE if final else ProbeStatus.OPEN
-        return ProbeDecision(status, None, interval, position, "too few rounds" if final else "")
-    step = probe_step(contrasts, expected_step, floor)
-    evidence = probe_evidence(ts, step)
-    bound = math.log(1.0 / rule.probe_alpha)
-    where = "" if position is None else f" at {position:.2f} of the bracket's step"
-    text = f"{len(ts)} rounds{where}, likelihood ratio e^{evidence:+.1f} for bad (bounds e^+-{bound:.1f}, " \
-           f"step {pct(step):.2f}%)"
-    if evidence >= bound:
-        return ProbeDecision(ProbeStatus.BAD, evidence, interval, position, text)
-    if evidence <= -bound:
-        return ProbeDecision(ProbeStatus.GOOD, evidence, interval, position, text)
-    if final:
-        return ProbeDecision(ProbeStatus.UNSURE, evidence, interval, position, f"{text}: undecided within the budget")
-    return ProbeDecision(ProbeStatus.OPEN, evidence, interval, position, text)
-
-
-def _position(contrasts: Sequence[tuple[float, float]]) -> float | None:
-    """0.5 (1 + mean t / mean step): 0 at lo's level, 1 at hi's."""
-    if not contrasts:
-        return None
-    step = sum(s for _, s in contrasts) / len(contrasts)
-    if step <= 0.0:
-        return None
-    return 0.5 * (1.0 + sum(t for t, _ in contrasts) / len(contrasts) / step)
 
 
 def rounds_needed(contrasts: Sequence[float], margin: float, rule: SequentialRule, limit: int = 100_000) -> int | None:

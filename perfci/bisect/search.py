@@ -21,13 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from perfci import gitsession
 from perfci.benchcmd import BenchSpec, RunOutcome, kill_running
-from perfci.bisect import rules
+from perfci.bisect import probes, rules
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import (
     CommitVerdict,
@@ -39,8 +39,10 @@ from perfci.bisect.core import (
     raw_interval,
     steps_left,
 )
-from perfci.bisect.rules import ProbeStatus, StepStatus
+from perfci.bisect.probes import ProbeStatus
+from perfci.bisect.rules import StepStatus
 from perfci.errors import PerfciError
+from perfci.stats import trimmed_mean_interval
 from perfci.measure.sides import SuiteSpec
 
 # The phases where a signal must still leave the user's repository intact, in the order a
@@ -94,6 +96,7 @@ class PairOutcome:
     decision: rules.StepDecision
     check: PairCheck
     contrasts: tuple[float, ...] = ()  # the per-round d the decision was taken on
+    run_sd: float | None = None  # one run's scatter in these rounds (:func:`rules.run_scatter`)
 
 
 @dataclass(frozen=True)
@@ -258,15 +261,16 @@ class Measurer:
                 needed = rules.rounds_needed(contrasts, margin, self.cfg.rule)
         check = PairCheck(decision.status.value, decision.message, interval, len(contrasts),
                           len(rounds) - len(contrasts), seconds, needed)
-        return PairOutcome(decision, check, tuple(contrasts))
+        return PairOutcome(decision, check, tuple(contrasts), rules.run_scatter(rounds, self.cfg.higher_is_better))
 
     # ------------------------------------------------------------------ probes
 
-    def measure_probe(self, slot: Slot, lo: str, m: str, hi: str, budget_s: float, step: float) -> ProbeOutcome:
+    def measure_probe(self, slot: Slot, lo: str, m: str, hi: str, budget_s: float,
+                      scale: probes.ProbeScale) -> ProbeOutcome:
         """Is ``m`` like ``lo`` or like ``hi``? Rounds of ``lo m m hi`` in ``slot`` until the rule answers.
 
-        ``step`` is the lo -> hi step (a badness log) the two answers stand apart by
-        (see :func:`rules.decide_probe`).
+        ``scale`` holds the lo -> hi step (a badness log) the two answers stand apart by
+        (see :func:`probes.decide_probe`) and what a clear round needs (:func:`probes.clear_probe`).
         """
         cfg, rule = self.cfg, self.cfg.rule
         floor = rules.log_of_pct(cfg.min_effect_pct)
@@ -276,14 +280,14 @@ class Measurer:
         for rnd in rounds:
             self._remember(rnd, roles)
         contrasts: list[tuple[float, float]] = []
-        for rnd in rounds:
+        for i, rnd in enumerate(rounds):  # replay: the same decisions, so the same verdict, without a run
             c = rules.probe_contrast(rnd, cfg.higher_is_better)
             if c is None:
                 continue
             contrasts.append(c)
-            decision = rules.decide_probe(contrasts, rule, step, floor)
+            decision = self._probe_decision(rounds[:i + 1], contrasts, scale)
             if decision.status != ProbeStatus.OPEN:
-                return self._probe_outcome(decision, m, lo, hi, len(rounds), cached_seconds, "")
+                return self._probe_outcome(decision, m, lo, hi, i + 1, cached_seconds, "")
         cannot = slot.prepare([lo, m, hi])
         if cannot:
             sha, why = (m, cannot[m]) if m in cannot else next(iter(cannot.items()))
@@ -293,7 +297,7 @@ class Measurer:
         while True:
             spent = cached_seconds + self.clock() - started
             if spent >= budget_s and len(contrasts) >= rule.min_rounds:
-                decision = rules.decide_probe(contrasts, rule, step, floor, final=True)
+                decision = probes.decide_probe(contrasts, rule, scale.step, floor, final=True)
                 break
             rnd = self.run_round(slot, roles, rules.probe_order(len(rounds)))
             rounds.append(rnd)
@@ -309,7 +313,7 @@ class Measurer:
                                       len(rounds), seconds)
             if c is None:
                 continue
-            decision = rules.decide_probe(contrasts, rule, step, floor)
+            decision = self._probe_decision(rounds, contrasts, scale)
             if len(rounds) % 8 == 0:  # now and then, so a kill loses little
                 self.cache.put_rounds(key, "probe", rounds, cached_seconds + self.clock() - started)
             if decision.status != ProbeStatus.OPEN:
@@ -318,12 +322,23 @@ class Measurer:
         self.cache.put_rounds(key, "probe", rounds, seconds)
         return self._probe_outcome(decision, m, lo, hi, len(rounds), seconds, "")
 
+    def _probe_decision(self, rounds: Sequence[rules.Round], contrasts: Sequence[tuple[float, float]],
+                        scale: probes.ProbeScale) -> probes.ProbeDecision:
+        """The ratio test; before it may stop (``min_rounds``), a clear round may answer."""
+        cfg, rule = self.cfg, self.cfg.rule
+        decision = probes.decide_probe(contrasts, rule, scale.step, rules.log_of_pct(cfg.min_effect_pct))
+        if decision.status == ProbeStatus.OPEN and len(contrasts) < rule.min_rounds:
+            clear = probes.clear_probe(rounds, scale, rule, cfg.higher_is_better)
+            if clear is not None:
+                return replace(clear, interval=decision.interval)
+        return decision
+
     def _skip(self, m, lo, hi, why, rounds, seconds) -> ProbeOutcome:
         record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), CommitVerdict.SKIP,
                             rounds=rounds, against=(self.order[lo], self.order[hi]), seconds=seconds, reason=why)
         return ProbeOutcome(CommitVerdict.SKIP, record)
 
-    def _probe_outcome(self, decision: rules.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
+    def _probe_outcome(self, decision: probes.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
         verdict = {ProbeStatus.GOOD: CommitVerdict.GOOD,
                    ProbeStatus.BAD: CommitVerdict.BAD}.get(decision.status, CommitVerdict.UNSURE)
         loc = decision.interval
@@ -354,22 +369,21 @@ class Outcome:
     seconds: float = 0.0
 
 
-def probe_step(cfg: BisectConfig, baseline: PairOutcome) -> float:
-    """The step (a badness log) a probe's two answers stand apart by, from the GOOD -> BAD rounds.
+def probe_scale(cfg: BisectConfig, baseline: PairOutcome) -> probes.ProbeScale:
+    """What probes are read against, from the GOOD -> BAD rounds (:class:`probes.ProbeScale`).
 
+    The step (a badness log) a probe's two answers stand apart by:
     3/4 of the estimate, and no more than the low end of its 80% interval: an
     estimate read where a sequential interval stopped runs high, and a step
-    assumed too large makes a wrong call likelier (:func:`rules.probe_step`),
+    assumed too large makes a wrong call likelier (:func:`probes.probe_step`),
     one too small only costs rounds. Never below ``--min-effect``.
     """
     floor = rules.log_of_pct(cfg.min_effect_pct)
     lk = baseline.decision.look
     if lk is None:
-        return floor
-    from perfci.stats import trimmed_mean_interval
-
+        return probes.ProbeScale(floor)
     low80 = trimmed_mean_interval(baseline.contrasts, 0.8).low if len(baseline.contrasts) >= 2 else lk.estimate
-    return max(floor, min(0.75 * lk.estimate, low80))
+    return probes.ProbeScale(max(floor, min(0.75 * lk.estimate, low80)), lk.estimate, baseline.run_sd)
 
 
 def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commits: Sequence[str],
@@ -387,7 +401,7 @@ def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commit
     if baseline.decision.status != StepStatus.REAL:
         return Outcome(baseline, seconds=clock() - started)
     progress.note(f"{len(commits) - 1} commits between GOOD and BAD: {baseline.decision.message}")
-    step = probe_step(cfg, baseline)
+    scale = probe_scale(cfg, baseline)
     commits = tuple(commits)
     state = SearchState(commits, {commits[-1]: CommitVerdict.BAD})
     steps: list[StepRecord] = []
@@ -406,7 +420,7 @@ def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commit
         hi_sha = commits[hi]
         t0 = clock()
         allowed = budget()
-        outcomes = run_parallel(pool, [(measurer.measure_probe, (slots[j], lo_sha, m, hi_sha, allowed, step))
+        outcomes = run_parallel(pool, [(measurer.measure_probe, (slots[j], lo_sha, m, hi_sha, allowed, scale))
                                        for j, m in enumerate(batch)])
         round_seconds.append(clock() - t0)
         for out in outcomes:

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from perfci.bisect import rules
-from perfci.bisect.rules import ProbeStatus, SequentialRule, StepStatus
+from perfci.bisect import probes, rules
+from perfci.bisect.probes import ProbeStatus
+from perfci.bisect.rules import SequentialRule, StepStatus
 from perfci.stats import trimmed_mean_interval
 
 
@@ -117,9 +118,9 @@ def test_the_culprit_is_confirmed_only_when_its_whole_interval_is_past_the_floor
 def test_probe_evidence_points_to_the_nearer_end_and_a_wild_round_only_slows_it():
     step = math.log(1.08)
     like_lo = [-step + d for d in (0.01, -0.02, 0.015, -0.01, 0.0, 0.02, -0.015)]
-    assert rules.probe_evidence(like_lo, step) < 0 < rules.probe_evidence([-t for t in like_lo], step)
+    assert probes.probe_evidence(like_lo, step) < 0 < probes.probe_evidence([-t for t in like_lo], step)
     wild = like_lo + [2.0]
-    assert rules.probe_evidence(wild, step) < 0  # winsorized: still points to lo
+    assert probes.probe_evidence(wild, step) < 0  # winsorized: still points to lo
 
 
 def test_probe_decisions_stop_at_the_bounds_and_otherwise_wait_or_end_unsure():
@@ -127,23 +128,23 @@ def test_probe_decisions_stop_at_the_bounds_and_otherwise_wait_or_end_unsure():
     step = math.log(1.08)
     rng = random.Random(4)
     rounds = [(-step + rng.gauss(0, 0.02), step + rng.gauss(0, 0.02)) for _ in range(6)]
-    decided = rules.decide_probe(rounds, rule, step, math.log(1.02))
+    decided = probes.decide_probe(rounds, rule, step, math.log(1.02))
     assert decided.status == ProbeStatus.GOOD and decided.evidence <= -math.log(1000)
     assert decided.position == pytest.approx(0.0, abs=0.3)
-    bad = rules.decide_probe([(-t, s) for t, s in rounds], rule, step, math.log(1.02))
+    bad = probes.decide_probe([(-t, s) for t, s in rounds], rule, step, math.log(1.02))
     assert bad.status == ProbeStatus.BAD and bad.position == pytest.approx(1.0, abs=0.3)
     middle = [(rng.gauss(0, 0.2), step + rng.gauss(0, 0.02)) for _ in range(4)]
-    assert rules.decide_probe(middle, rule, step, math.log(1.02)).status == ProbeStatus.OPEN
-    assert rules.decide_probe(middle, rule, step, math.log(1.02), final=True).status == ProbeStatus.UNSURE
-    assert rules.decide_probe(rounds[:2], rule, step, math.log(1.02)).status == ProbeStatus.OPEN  # under 3 rounds
+    assert probes.decide_probe(middle, rule, step, math.log(1.02)).status == ProbeStatus.OPEN
+    assert probes.decide_probe(middle, rule, step, math.log(1.02), final=True).status == ProbeStatus.UNSURE
+    assert probes.decide_probe(rounds[:2], rule, step, math.log(1.02)).status == ProbeStatus.OPEN  # under 3 rounds
 
 
 def test_a_bracket_whose_own_rounds_show_a_smaller_step_shrinks_the_assumed_one():
     floor = math.log(1.02)
     rounds = [(0.0, math.log(1.03) + d) for d in (0.002, -0.001, 0.0, 0.001, -0.002, 0.001)]
-    assumed = rules.probe_step(rounds, math.log(1.08), floor)
+    assumed = probes.probe_step(rounds, math.log(1.08), floor)
     assert floor <= assumed < math.log(1.04)
-    assert rules.probe_step(rounds[:2], math.log(1.08), floor) == math.log(1.08)  # too few to say
+    assert probes.probe_step(rounds[:2], math.log(1.08), floor) == math.log(1.08)  # too few to say
 
 
 def test_rounds_needed_grows_as_the_margin_shrinks():
@@ -199,3 +200,56 @@ def test_no_early_look_on_a_failed_run_three_rounds_or_when_switched_off():
     # the later looks spend what the early one does not: alpha in all
     total = rule.early_level + sum(rule.level(k) for k in range(1, 10_000))
     assert total == pytest.approx(rule.alpha, rel=1e-3)
+
+
+def _scale(full_pct: float, run_sd: float | None) -> probes.ProbeScale:
+    full = math.log1p(full_pct / 100.0)
+    return probes.ProbeScale(0.75 * full, full, run_sd)
+
+
+def test_a_clear_round_decides_a_probe_whose_step_dwarfs_the_scatter():
+    rule = SequentialRule()
+    scale = _scale(27.0, 0.01)
+    like_lo = [_probe_round(0, 100.0, 100.5, 127.0)]
+    like_hi = [_probe_round(0, 100.0, 126.0, 127.0)]
+    good, bad = probes.clear_probe(like_lo, scale, rule), probes.clear_probe(like_hi, scale, rule)
+    assert good is not None and good.status == ProbeStatus.GOOD and good.position < 0.1
+    assert bad is not None and bad.status == ProbeStatus.BAD and bad.position > 0.9
+    assert "1 clear round" in good.message
+    # the ratio test alone could not have stopped here: it takes rule.min_rounds rounds
+    c = rules.probe_contrast(like_lo[0])
+    assert probes.decide_probe([c], rule, scale.step, math.log(1.02)).status == ProbeStatus.OPEN
+
+
+def test_no_clear_round_when_the_scatter_is_large_or_unknown_or_the_rule_is_off():
+    rule = SequentialRule()
+    rnd = [_probe_round(0, 100.0, 100.5, 127.0)]
+    assert probes.clear_probe(rnd, _scale(27.0, 0.03), rule) is None  # 27% is < 10x a 3% run scatter
+    assert probes.clear_probe(rnd, _scale(27.0, None), rule) is None
+    assert probes.clear_probe(rnd, _scale(27.0, 0.01), SequentialRule(clear_ratio=0.0)) is None
+    # the round's own two m runs disagree by 6%: its own scatter, not the endpoints', is what counts
+    split = [(("lo", 100.0), ("m", 97.0), ("m", 103.0), ("hi", 127.0))]
+    assert probes.clear_probe(split, _scale(27.0, 0.005), rule) is None
+
+
+def test_no_clear_round_when_the_round_disagrees_with_the_step_or_sits_in_the_middle():
+    rule = SequentialRule()
+    scale = _scale(27.0, 0.005)
+    # a machine 20% slower from the second run on: hi reads +52%, twice the step: not a clear round
+    slower = [(("lo", 100.0), ("m", 120.0), ("m", 120.0), ("hi", 152.0))]
+    assert probes.clear_probe(slower, scale, rule) is None
+    # half the step (a bracket that holds part of it, or a commit with part of it)
+    assert probes.clear_probe([_probe_round(0, 100.0, 113.0, 127.0)], scale, rule) is None
+    # two rounds that point to different ends
+    mixed = [_probe_round(0, 100.0, 100.5, 127.0), _probe_round(1, 100.0, 126.0, 127.0)]
+    assert probes.clear_probe(mixed, scale, rule) is None
+
+
+def test_run_scatter_takes_the_larger_of_within_round_and_between_rounds():
+    quiet = _pair_rounds(100.0, 120.0, (0.004, -0.003, 0.005, -0.002, 0.001, 0.003, -0.004, 0.002))
+    sd = rules.run_scatter(quiet)
+    assert sd is not None and 0.001 < sd < 0.01
+    # the middle runs of both rounds in another state: the runs of a side agree, the rounds do not
+    states = _pair_rounds(100.0, 100.0, (0.0, 0.2, 0.2, 0.0, 0.0, 0.2, 0.2, 0.0))
+    assert rules.run_scatter(states) > 0.1
+    assert rules.run_scatter([]) is None
