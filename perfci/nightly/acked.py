@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Mapping, Sequence
 
 from perfci.compare.comparison import CompareOptions
@@ -60,6 +60,8 @@ def restart_at(t: CaseTriage, nights: Sequence[StoredNight], cur_sha: str) -> in
     if at is not None:
         return at
     acked = datetime.fromisoformat(t.when.replace("Z", "+00:00"))
+    if acked.tzinfo is None:  # a hand-written record without an offset: the store's times are UTC
+        acked = acked.replace(tzinfo=timezone.utc)
     return next((i for i, n in enumerate(nights) if n.when >= acked), len(nights))
 
 

@@ -92,9 +92,14 @@ def test_with_one_night_since_only_a_far_move_counts_and_with_none_nothing_does(
 
 def test_a_commit_no_night_was_measured_at_restarts_at_the_acknowledgements_time(tmp_path):
     # the record's commit is none of the store's; it was written the morning of the step's night
-    st = acked_store(tmp_path, STEP_NIGHT + 2, sha="ff" * 20, when=f"2026-12-{1 + STEP_NIGHT:02d}T01:00:00+00:00")
-    assert moved(since_ack(st, night(tmp_path, STEP_NIGHT + 2))) == set()
-    assert moved(since_ack(st, night(tmp_path, STEP_NIGHT + 2, slow=scaled(1.06)))) == set(AGAIN)
+    for when in (f"2026-12-{1 + STEP_NIGHT:02d}T01:00:00+00:00", f"2026-12-{1 + STEP_NIGHT:02d}T01:00:00"):
+        folder = tmp_path / when.replace(":", "")
+        folder.mkdir()
+        st = acked_store(folder, STEP_NIGHT + 2, sha="ff" * 20, when=when)
+        level = since_ack(st, night(folder, STEP_NIGHT + 2))
+        assert moved(level) == set() and all(abs(t.since_ack_ratio - 1) < 0.02 for t in level.values())
+        judged = since_ack(st, night(folder, STEP_NIGHT + 2, slow=scaled(1.06)))
+        assert moved(judged) == set(AGAIN) and judged[AGAIN[0]].since_ack == "regressed"
 
 
 def test_the_baseline_stage_writes_acknowledged_moved_and_a_failure_reads_as_moved(tmp_path, monkeypatch):
