@@ -1,7 +1,8 @@
 """The nightly's issue job, run as the runner runs it, against a stand-in for GitHub's issues.
 
 The job comments a confirmed regression on the open issue titled
-``[perfci-nightly DEVICE/SUITE] …``, or opens one. Anyone who can open issues
+``[perfci-nightly DEVICE/SUITE] …``, or opens one, and closes it on a clean
+night whose ``fixed`` cases were green (tests/test_issue_triage_job.py). Anyone who can open issues
 can open one under that title first; the job must find only the issues its own
 token filed (the github-actions app), in perfci's nightly and in the one
 ``perfci init`` writes. The stand-in ``gh`` answers ``issue list`` as GitHub's
@@ -44,6 +45,10 @@ with open(os.environ["FAKE_LOG"], "a") as log:
         print(json.dumps([{{k: i[k] for k in fields}} for i in found[:int(opt("--limit", "30"))]]))
     elif args[:2] == ["issue", "comment"]:
         log.write(f"comment {{args[2]}}\\n")
+        with open(os.environ["FAKE_LOG"] + f".{{args[2]}}.md", "w") as body:
+            body.write(open(opt("--body-file")).read())
+    elif args[:2] == ["issue", "close"]:
+        log.write(f"close {{args[2]}} {{opt('--reason', '')}}\\n")
     elif args[:2] == ["issue", "create"]:
         log.write(f"create {{opt('--title')}}\\n")
         print("https://github.example/o/r/issues/999")
@@ -82,7 +87,7 @@ def issue_job(tmp_path):
     gh.write_text(FAKE_GH.format(python=sys.executable))
     gh.chmod(0o755)
 
-    def run(text: str, issues: list[dict]) -> list[str]:
+    def run(text: str, issues: list[dict], outputs: dict | None = None) -> list[str]:
         step = _step(text)
         literal = {k: str(v) for k, v in (step.get("env") or {}).items() if "${{" not in str(v)}
         (tmp_path / "issues.json").write_text(json.dumps(issues))
@@ -91,7 +96,8 @@ def issue_job(tmp_path):
         script = tmp_path / "step.sh"
         script.write_text(step["run"])
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), **literal,
-               "GH_TOKEN": "x", "GH_REPO": "o/r", "CONFIRMED": json.dumps({"confirmed_h200": "decode"}),
+               "GH_TOKEN": "x", "GH_REPO": "o/r",
+               "CONFIRMED": json.dumps({"confirmed_h200": "decode"} if outputs is None else outputs),
                "GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "1",
                "GITHUB_STEP_SUMMARY": str(summary), "FAKE_ISSUES": str(tmp_path / "issues.json"),
                "FAKE_LOG": str(log)}

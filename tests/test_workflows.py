@@ -382,8 +382,8 @@ def test_nightly_verdict_covers_every_device_after_its_shards():
     measure = {c["device"]: c["label"] for c, _ in job_instances(doc["jobs"]["measure"])}
     assert measure == {c["device"]: c["label"] for c, _ in instances} == DEVICES
     assert verdict["needs"] == "measure" and "!cancelled()" in str(verdict["if"])
-    # One output per device: a matrix job's legs would overwrite a shared one.
-    assert set(verdict["outputs"]) == {f"confirmed_{d}" for d in DEVICES}
+    # Outputs per device: a matrix job's legs would overwrite a shared one.
+    assert set(verdict["outputs"]) == {f"{kind}_{d}" for kind in ("confirmed", "close") for d in DEVICES}
     for key, value in verdict["outputs"].items():
         assert value == f"${{{{ steps.nightly.outputs.{key} }}}}"
 

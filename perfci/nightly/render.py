@@ -177,6 +177,12 @@ def _triaged(o: core.Outcome, level: str) -> list[str]:
                        f"`{t.sha[:12]}` | {_cell(t.who)} | {_cell(t.reason[:200])}{link} |")
         if len(rows) > MAX_ROWS:
             out.append(f"| … | {len(rows) - MAX_ROWS} more | | | | | |")
+    moved = [t for t in o.triage if t.key in set(triaged.acknowledged_moved(o.triage))]
+    if moved:
+        out += ["", "Acknowledged cases that moved again since they were acknowledged (against those nights alone):",
+                ""]
+        out += [f"- {_case(t.key, table=False)}: {_cell(t.since_ack)} {pct(t.since_ack_ratio)} "
+                f"({_cell(t.since_ack_why, 200)})" for t in moved[:MAX_ROWS]]
     if triaged.issue_can_close(o.triage, o.cases, o.confirmed):
         out += ["", "Every case marked `fixed` was green tonight: the issue can close."]
     return out

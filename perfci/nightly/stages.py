@@ -24,7 +24,7 @@ from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text, read_input_text
 from perfci.history.store import load_triage
-from perfci.nightly import core, toolchain, triaged
+from perfci.nightly import acked, core, toolchain, triaged
 from perfci.results import read_results_cells
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.state import Night
@@ -98,6 +98,8 @@ def baseline(n: Night) -> tuple[str, str]:
     n.cases = tuple(_judged(c) for c in result.cases)
     if nights:  # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
         n.triage = triaged.case_triage(load_triage(n.store), [c.key for c in n.cases], n.suite)
+        n.triage, said = acked.judged_or_said(n.store, str(n.run_path), n.triage, profile, cfg.nights)
+        n.warnings.extend(said)
     _write_compare(n, result)
     counts = Counter(c.verdict for c in n.cases)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))

@@ -6,8 +6,12 @@
   every confirmed regression is of acknowledged cases says so
   (``triage_acknowledged_only``), so the workflow comments on the open issue
   rather than treating it as news.
+* ``acknowledged`` cases are judged again against their nights since the
+  acknowledgement (:mod:`perfci.nightly.acked`); those that moved from that level
+  are ``acknowledged_moved``, the only news an acknowledged-only night carries.
 * ``fixed`` cases green tonight (unchanged, improved, or fixed; confirm's word
-  where confirm measured them) make ``issue_can_close`` true.
+  where confirm measured them) make ``issue_can_close`` true, with the comment
+  the workflow closes the issue with (``issue_close_comment``).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
+from perfci.escape import md_code
 from perfci.history.triage import TriageRecord, TriageState, state_of
 from perfci.verdict import Verdict
 
@@ -34,6 +39,10 @@ class CaseTriage:
     reason: str
     link: str = ""
     record: str = ""  # the record's case pattern: a key, a glob, or suite:NAME
+    # acknowledged cases: tonight's word against the nights since the acknowledgement (perfci.nightly.acked)
+    since_ack: str = ""  # "": not judged that way (another state, or no store)
+    since_ack_ratio: float | None = None
+    since_ack_why: str = ""
 
     @property
     def key(self) -> Key:
@@ -76,12 +85,37 @@ def acknowledged_only(triage: Sequence[CaseTriage], confirmed, confirmed_regress
     return confirmed_regression and bool(regressed) and regressed <= acked
 
 
+NOT_JUDGED = "not judged"  # the judgement since the acknowledgement failed: counted as moved, never silenced
+MOVED_WORDS = (Verdict.REGRESSED.value, Verdict.IMPROVED.value, NOT_JUDGED)  # perfci.nightly.acked
+
+
+def acknowledged_moved(triage: Sequence[CaseTriage]) -> list[Key]:
+    """Acknowledged cases that moved from their level since the acknowledgement (or could not be judged so)."""
+    return [t.key for t in triage if t.state == TriageState.ACKNOWLEDGED.value and t.since_ack in MOVED_WORDS]
+
+
+def close_comment(triage: Sequence[CaseTriage], cases, confirmed) -> str | None:
+    """The issue's closing comment (markdown, every case escaped), or None when the issue cannot close."""
+    if not issue_can_close(triage, cases, confirmed):
+        return None
+    words = tonight_verdicts(cases, confirmed)
+    fixed = [t for t in triage if t.state == TriageState.FIXED.value]
+    lines = [f"- {md_code(' '.join(t.key))}: {words.get(t.key)} tonight (fixed at {md_code(t.sha[:12])})"
+             for t in fixed[:60]]
+    if len(fixed) > 60:
+        lines.append(f"- and {len(fixed) - 60} more")
+    return "\n".join(["Every case marked `fixed` was green tonight, so perfci nightly closes this issue:", "",
+                      *lines])
+
+
 def verdict_fields(triage: Sequence[CaseTriage], cases, confirmed, confirmed_regression: bool) -> dict:
     """verdict.json's triage keys."""
     words = tonight_verdicts(cases, confirmed)
     return {"triage": [{**asdict(t), "case": list(t.key), "tonight": words.get(t.key)} for t in triage],
             "triage_acknowledged_only": acknowledged_only(triage, confirmed, confirmed_regression),
-            "issue_can_close": issue_can_close(triage, cases, confirmed)}
+            "acknowledged_moved": [list(k) for k in acknowledged_moved(triage)],
+            "issue_can_close": issue_can_close(triage, cases, confirmed),
+            "issue_close_comment": close_comment(triage, cases, confirmed)}
 
 
 MARKER = "perfci-triage"  # issue.md's hidden line the triage workflow reads (perfci-triage.yml)

@@ -19,7 +19,7 @@ from typing import Sequence
 from perfci.errors import PerfciError
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")  # also a job output's name (confirmed_DEVICE)
+_DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")  # also in a job output's name (confirmed_DEVICE, close_DEVICE)
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*$")
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -150,8 +150,8 @@ def workflow_text(template: str, opts: InitOptions) -> str:
         "@@DEVICES@@": ", ".join(devices),
         "@@DEVICE_INCLUDES@@": "\n".join(f"          - device: {label}\n            label: {runner}"
                                          for label, runner in opts.devices),
-        "@@DEVICE_OUTPUTS@@": "\n".join(f"      confirmed_{label}: ${{{{ steps.nightly.outputs.confirmed_{label} }}}}"
-                                        for label in devices),
+        "@@DEVICE_OUTPUTS@@": "\n".join(f"      {kind}_{label}: ${{{{ steps.nightly.outputs.{kind}_{label} }}}}"
+                                        for kind in ("confirmed", "close") for label in devices),
         "@@RUNNERS@@": ", ".join(runners),
         "@@FIRST_RUNNER@@": runners[0],
     }
