@@ -20,6 +20,7 @@ from perfci.compile.diff import ResourceVerdict
 from perfci.errors import PerfciError
 from perfci.escape import md_code, md_text
 from perfci.files import read_input_text
+from perfci.suites import load_suite
 from perfci.verdict import Verdict
 
 Key = tuple[str, str, str]
@@ -47,8 +48,6 @@ def run(suite: str, baseline_dir: str | os.PathLike, cwd: str | os.PathLike, tim
     ``baseline``. PerfciError (one line) when there is nothing to diff or the
     command refused its input or crashed.
     """
-    from perfci.suites import load_suite
-
     name = load_suite(suite).name
     arches = baseline_arches(baseline_dir, name)
     if not arches:
