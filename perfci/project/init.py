@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")  # also a job output's name (confirmed_DEVICE)
@@ -201,8 +202,6 @@ def plan(root: Path, top: Path, opts: InitOptions, configured: object | None = N
 
 def apply(planned: Sequence[Planned], root: Path) -> list[str]:
     """Write what does not exist yet; one line per file (wrote / kept)."""
-    from perfci.files import atomic_write_text
-
     lines = []
     for p in planned:
         shown = _shown(p.path, root)
