@@ -15,6 +15,8 @@ import socket
 import subprocess
 from typing import Any
 
+from perfci import __version__
+from perfci.git import checkout_sha
 from perfci.measure.devices import normalize_gcn_arch, physical_device, sm_arch
 from perfci.measure.telemetry.amd_parsers import parse_amdsmi_static_asic
 from perfci.model import Environment
@@ -129,8 +131,6 @@ def git_sha(path: str | None = None) -> str:
     ``$PERFCI_GIT_SHA``, when the caller sets it, says which commit it was.
     "" otherwise, or when gitpython is missing; never raises.
     """
-    from perfci.git import checkout_sha
-
     given = os.environ.get("PERFCI_GIT_SHA", "").strip()
     try:
         # A worker runs in a folder of its own; the runner names the checkout it measures.
@@ -163,10 +163,8 @@ def utc_timestamp() -> str:
 
 def collect_environment(device: str) -> Environment:
     """Describe the current process's device (``"cuda"`` covers ROCm too, or ``"cpu"``)."""
-    import perfci
-
     common = dict(
-        perfci=perfci.__version__,
+        perfci=__version__,
         git_sha=git_sha(),
         host=socket.gethostname(),
         timestamp=utc_timestamp(),

@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from perfci import __version__
 from perfci.errors import PerfciError
 from perfci.kernel_registry import registry_for_root
 from perfci.procs import kill_process_group, wait_group
+from perfci.measure.devices import gpu_lock_name
+from perfci.measure.envinfo import collect_environment
 from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
 from perfci.suites import suite_kernel_problem
@@ -73,8 +76,6 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None], env: Mapping[
     machine unless PERFCI_LOCK_DIR says otherwise.
     """
     from filelock import FileLock, Timeout
-
-    from perfci.measure.devices import gpu_lock_name
 
     lock_dir = Path(os.environ.get("PERFCI_LOCK_DIR", Path(tempfile.gettempdir()) / "perfci-locks"))
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -441,9 +442,6 @@ def _crash_message(code: int, log_path: Path) -> str:
 
 
 def fallback_environment(device: str) -> Environment:
-    from perfci import __version__
-    from perfci.measure.envinfo import collect_environment
-
     try:
         return collect_environment("cpu") if device == "cpu" else Environment(perfci=__version__)
     except Exception:  # noqa: BLE001 - metadata must never sink a run
