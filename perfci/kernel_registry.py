@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
+from importlib.metadata import distributions
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Mapping, Sequence
@@ -204,8 +205,6 @@ def _entry_points() -> list[Any]:
     per distribution name: a stale ``*.egg-info`` left in a checkout (first on
     the path when Python runs from there) would hide the installed one's.
     """
-    from importlib.metadata import distributions
-
     seen: dict[tuple[str, str], Any] = {}
     for dist in distributions():
         for ep in dist.entry_points:

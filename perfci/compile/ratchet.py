@@ -8,6 +8,7 @@ back into a markdown section, and into the resource change behind a timed case.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -30,8 +31,6 @@ MAX_ROWS = 40
 def baseline_arches(baseline_dir: str | os.PathLike, suite_name: str) -> list[str]:
     """The arches with a resources file of the suite (``SUITE-ARCH.json``, as ``--out DIR`` names it)
     whose Triton backend is installed here (a ROCm build of Triton may lack the NVIDIA one)."""
-    import importlib.util
-
     def installed(arch: str) -> bool:
         try:
             return importlib.util.find_spec(f"triton.backends.{'amd' if ARCHES[arch].vendor == 'amd' else 'nvidia'}") \

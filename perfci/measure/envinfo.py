@@ -9,10 +9,13 @@ are what the CPU-only tests exercise; arch strings and visible devices live in
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
+from importlib import metadata
 from typing import Any
 
 from perfci import __version__
@@ -101,8 +104,6 @@ def _amd_driver_version(physical: str) -> str:
             return info.driver_version
     text = _run(["rocm-smi", "--showdriverversion", "--json"])
     if text:
-        import json
-
         try:
             return parse_rocm_smi_driver(json.loads(text))
         except ValueError:
@@ -111,8 +112,6 @@ def _amd_driver_version(physical: str) -> str:
 
 
 def _triton_version() -> str:
-    from importlib import metadata
-
     # ROCm builds of torch ship Triton as pytorch-triton-rocm; the module is still `triton`.
     for dist in ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm"):
         try:
@@ -148,8 +147,6 @@ def _cpu_name() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
-
     return platform.processor() or platform.machine()
 
 
@@ -170,7 +167,7 @@ def collect_environment(device: str) -> Environment:
         timestamp=utc_timestamp(),
         triton=_triton_version(),
     )
-    import torch
+    import torch  # lazy: torch
 
     common["torch"] = str(torch.__version__)
     if device == "cpu":

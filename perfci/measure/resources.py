@@ -130,7 +130,7 @@ def tuner_of(fn: Any) -> Any:
     if id(jit) not in _WRAPPED:
         try:
             from triton.runtime.autotuner import Autotuner  # lazy: triton (absent for vendor libraries)
-            from triton.runtime.jit import KernelInterface
+            from triton.runtime.jit import KernelInterface  # lazy: triton
         except ImportError:
             return None
         _WRAPPED[id(jit)] = _wrapping(jit, Autotuner, KernelInterface)

@@ -75,7 +75,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None], env: Mapping[
     makes the second wait. The lock directory is shared by every user of the
     machine unless PERFCI_LOCK_DIR says otherwise.
     """
-    from filelock import FileLock, Timeout
+    from filelock import FileLock, Timeout  # lazy: filelock
 
     lock_dir = Path(os.environ.get("PERFCI_LOCK_DIR", Path(tempfile.gettempdir()) / "perfci-locks"))
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -394,7 +394,7 @@ class CaseRunner:
 
 def _gpu_available_here() -> bool:
     try:
-        import torch
+        import torch  # lazy: torch
     except ImportError:
         raise PerfciError("torch is not installed; see README for the CUDA and ROCm installs") from None
     return bool(torch.cuda.is_available())

@@ -247,7 +247,7 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
         replies.flush()
 
     try:
-        import torch
+        import torch  # lazy: torch
     except ImportError:
         reply("failed torch is not installed; see README for the CUDA and ROCm installs")
         return
