@@ -171,8 +171,6 @@ def extract(spec: MetricSpec, stdout: str, cwd: Path) -> float:
 def metric_spec(regex: str | None, json_path: str | None, csv_column: str | None, case: str | None,
                 csv_file: str | None, command: Sequence[str]) -> MetricSpec:
     """The metric options of ``perfci bisect`` and ``perfci confirm``, checked: where the number is."""
-    from perfci.errors import PerfciError
-
     chosen = [name for name, given in (("--metric", regex), ("--json-path", json_path),
                                        ("--csv-column", csv_column)) if given]
     if len(chosen) > 1:

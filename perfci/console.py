@@ -27,11 +27,11 @@ class Console:
         self._bar = None
         self._task = None
         if self.stream.isatty():
-            from rich.console import Console as RichConsole
+            from rich.console import Console as RichConsole  # lazy: rich
 
             self._rich = RichConsole(file=self.stream, highlight=False)
             if total is not None:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # lazy: rich
                                            TimeElapsedColumn, TimeRemainingColumn)
 
                 self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -31,7 +31,7 @@ QUERY_TIMEOUT_S = 60
 
 
 def open_repo(path: Path):
-    import git
+    import git  # lazy: gitpython
 
     try:
         repo = git.Repo(path, search_parent_directories=True)
@@ -49,7 +49,7 @@ def state_dir(repo) -> Path:
 
 def run(repo, *args: str, check: bool = True) -> str:
     """``git <args>`` in the repo's tree; a failure becomes a one-line PerfciError."""
-    import git
+    import git  # lazy: gitpython
 
     try:
         return repo.git.execute(["git", *args], with_extended_output=False)
@@ -63,7 +63,7 @@ def run(repo, *args: str, check: bool = True) -> str:
 def query(path: Path | str, *args: str) -> str | None:
     """``git -C path ARGS`` stdout, stripped; None when it fails (not a repository, no git, a timeout)."""
     try:
-        import git
+        import git  # lazy: gitpython
     except ImportError:
         return None
     try:
@@ -117,7 +117,7 @@ def checkout_sha(path: str) -> str:
     and they must not mark every run dirty. Never raises.
     """
     try:
-        import git
+        import git  # lazy: gitpython
 
         repo = git.Repo(path, search_parent_directories=True)
         sha = repo.head.commit.hexsha
@@ -132,7 +132,7 @@ def common_dir_lock(path: Path, name: str, waiting: str) -> Iterator[None]:
 
     In the common dir, so a repository and its worktrees share one lock.
     """
-    from filelock import FileLock
+    from filelock import FileLock  # lazy: filelock
 
     common = common_dir(path)
     if common is None:
@@ -160,7 +160,7 @@ def resolve(repo, ref: str, role: str) -> str:
 
 
 def is_ancestor(repo, older: str, newer: str) -> bool:
-    import git
+    import git  # lazy: gitpython
 
     try:
         repo.git.merge_base("--is-ancestor", older, newer)
@@ -294,7 +294,7 @@ def bisect_reset(repo, save_log: bool = True) -> None:
 
 
 def checkout_in(worktree: Path, sha: str) -> None:
-    import git
+    import git  # lazy: gitpython
 
     try:
         git.Repo(worktree).git.checkout("-q", "-f", "--detach", sha)
@@ -311,7 +311,7 @@ def reuse_worktree(worktree: Path, sha: str) -> None:
     so this refuses any tree that is not a linked worktree (the user's own
     checkout is never cleaned).
     """
-    import git
+    import git  # lazy: gitpython
 
     try:
         tree = git.Repo(worktree)

@@ -16,6 +16,7 @@ import contextlib
 import json
 import shutil
 import signal
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -226,8 +227,6 @@ def restore_tree(repo, journal: Journal, pause: Pause = no_pause) -> list[str]:
 
 
 def add_worktrees(repo, count: int, start: str, journal: Journal) -> list[Path]:
-    import tempfile
-
     with deferred_signals():  # the folder is in the journal before an interrupt is let in
         base = Path(tempfile.mkdtemp(prefix="perfci-bisect-"))
         paths = [base / f"wt{i}" for i in range(count)]

@@ -253,7 +253,7 @@ def gemm_inputs(spec: CaseSpec, device: Any, seed: int, *, bias: bool = False,
     range below 1 to hold N(0, 1/K) values without flushing many to zero, and
     the bf16 output has range to spare for the ~sqrt(K)-sized results.
     """
-    import torch
+    import torch  # lazy: torch
 
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
@@ -283,7 +283,7 @@ def reference(a: Any, w: Any, bias: Any = None, epilogue: str = "none") -> Calla
         raise ValueError(f"reference: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
 
     def ref() -> Any:
-        import torch
+        import torch  # lazy: torch
 
         r = a.to(torch.float64) @ w.to(torch.float64).t()
         if bias is not None:
@@ -357,7 +357,7 @@ def gemm(fn: Callable, name: str | None = None, *, description: str = "", dtypes
 
 def _prepare_plain(fn: Callable, spec: CaseSpec, device: Any, seed: int, layout: str,
                    out: bool | None) -> Prepared:
-    import torch
+    import torch  # lazy: torch
 
     device = torch.device(device)
     a, w, _, out_dtype = gemm_inputs(spec, device, seed)

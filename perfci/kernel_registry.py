@@ -27,11 +27,12 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
+from importlib.metadata import distributions
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterable, Mapping, Sequence
 
-from perfci.config import ProjectConfig
+from perfci.config import ProjectConfig, load_config
 from perfci.errors import PerfciError
 from perfci.kernel import Backend, gemm
 from perfci.model import CaseSpec
@@ -204,8 +205,6 @@ def _entry_points() -> list[Any]:
     per distribution name: a stale ``*.egg-info`` left in a checkout (first on
     the path when Python runs from there) would hide the installed one's.
     """
-    from importlib.metadata import distributions
-
     seen: dict[tuple[str, str], Any] = {}
     for dist in distributions():
         for ep in dist.entry_points:
@@ -268,8 +267,6 @@ _BY_ROOT: dict[str, KernelRegistry] = {}
 
 def registry_for_root(root: str | Path) -> KernelRegistry:
     """The registry of the project at ``root``, one per process: the measuring worker's door."""
-    from perfci.config import load_config
-
     key = str(root)
     if key not in _BY_ROOT:
         _BY_ROOT[key] = KernelRegistry.for_project(load_config(Path(root)))
@@ -278,6 +275,4 @@ def registry_for_root(root: str | Path) -> KernelRegistry:
 
 def get_backend(word: str, start: str | Path | None = None) -> Backend:
     """The Backend ``word`` means in the project found from ``start`` (default: the working directory)."""
-    from perfci.config import load_config
-
     return registry_for_root(load_config(start).root).backend(word)

@@ -29,6 +29,70 @@ PACKAGE = ROOT / "perfci"
 # Empty since the kernel registry moved to the shared layer (perfci/kernel_registry.py), which
 # took perfci/suites.py's last edge into measure/ with it.
 SHARED_LAYER_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
+# Imports of perfci's own modules made inside a function, outside the seams (the cli.py files and
+# __main__.py, lazy so that `perfci --help` stays cheap): (module, imported module) -> why. Every
+# other module imports at its top, where a reader sees what it depends on and the cycle check sees
+# it too. A new function-level import fails the test with its file and line; an entry whose imports
+# are gone may be deleted (the list only shrinks).
+_NOT_YET_MOVED = "not yet moved to the top"
+LAZY_PERFCI_IMPORTS: dict[tuple[str, str], str] = {
+    # Triton: hold's probes are Triton kernels, and the worker sets TRITON_INTERPRET before triton loads.
+    ("perfci.measure.worker", "perfci.measure.hold"): "triton",
+    # The pytest11 entry point is loaded by every pytest run where perfci is installed: a seam like a cli.py.
+    ("perfci.plugin.pytest_plugin", "perfci.plugin.measuring"): "cost: the measuring stack (~70 ms)",
+    ("perfci.plugin.pytest_plugin", "perfci.plugin.session"): "numpy, through perfci compare",
+    ("perfci.plugin.pytest_plugin", "perfci.suites"): "cost: read only when $PERFCI_CASES is set",
+    **{pair: _NOT_YET_MOVED for pair in [
+        ("perfci.bisect.search", "perfci.stats"),
+        ("perfci.confirm.reference", "perfci.suites"),
+        ("perfci.confirm.render", "perfci.compare.explain"),
+        ("perfci.confirm.session", "perfci.config"),
+        ("perfci.confirm.session", "perfci.confirm.analysis"),
+        ("perfci.confirm.session", "perfci.confirm.reference"),
+        ("perfci.confirm.session", "perfci.confirm.stopping"),
+        ("perfci.nightly.bench", "perfci.compare.inputs"),
+        ("perfci.nightly.bench", "perfci.files"),
+        ("perfci.nightly.bench", "perfci.measure.envinfo"),
+        ("perfci.nightly.bench", "perfci.results"),
+        ("perfci.nightly.bench", "perfci.suites"),
+        ("perfci.nightly.canary", "perfci.compare.comparison"),
+        ("perfci.nightly.canary", "perfci.compare.inputs"),
+        ("perfci.nightly.canary", "perfci.compare.store"),
+        ("perfci.nightly.canary", "perfci.compare.verdicts"),
+        ("perfci.nightly.canary", "perfci.confirm.analysis"),
+        ("perfci.nightly.canary", "perfci.confirm.session"),
+        ("perfci.nightly.canary", "perfci.confirm.stopping"),
+        ("perfci.nightly.canary", "perfci.history.model"),
+        ("perfci.nightly.canary", "perfci.history.store"),
+        ("perfci.nightly.canary", "perfci.measure.runner"),
+        ("perfci.nightly.canary", "perfci.model"),
+        ("perfci.nightly.canary", "perfci.results"),
+        ("perfci.nightly.canary", "perfci.roofline"),
+        ("perfci.nightly.night", "perfci.compile.ratchet"),
+        ("perfci.nightly.stages", "perfci.benchcmd"),
+        ("perfci.nightly.stages", "perfci.compare.comparison"),
+        ("perfci.nightly.stages", "perfci.compare.explain"),
+        ("perfci.nightly.stages", "perfci.compare.identity"),
+        ("perfci.nightly.stages", "perfci.compare.inputs"),
+        ("perfci.nightly.stages", "perfci.compare.render"),
+        ("perfci.nightly.stages", "perfci.compare.store"),
+        ("perfci.nightly.stages", "perfci.compare.verdicts"),
+        ("perfci.nightly.stages", "perfci.history.check"),
+        ("perfci.nightly.stages", "perfci.history.model"),
+        ("perfci.nightly.stages", "perfci.history.store"),
+        ("perfci.nightly.stages", "perfci.history.trends"),
+        ("perfci.nightly.stages", "perfci.nightly.bench"),
+        ("perfci.nightly.stages", "perfci.results"),
+        ("perfci.nightly.tonight", "perfci.benchcmd"),
+        ("perfci.nightly.tonight", "perfci.compare.inputs"),
+        ("perfci.nightly.tonight", "perfci.config"),
+        ("perfci.nightly.tonight", "perfci.files"),
+        ("perfci.nightly.tonight", "perfci.merge.core"),
+        ("perfci.nightly.tonight", "perfci.nightly.bench"),
+        ("perfci.nightly.tonight", "perfci.results"),
+        ("perfci.nightly.tonight", "perfci.suites"),
+    ]},
+}
 # Folders that belong to the shared layer: perfci's statistics, pure numbers that every capability uses.
 SHARED_PACKAGES = ("perfci.stats",)
 
@@ -44,31 +108,32 @@ def all_modules(package: Path = PACKAGE) -> dict[str, Path]:
     return {module_name(p, package.parent): p for p in sorted(package.rglob("*.py"))}
 
 
+def import_targets(node: ast.Import | ast.ImportFrom, name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that one import statement of module ``name`` (at ``path``) imports."""
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            origin = ".".join(base + ([node.module] if node.module else []))
+        else:
+            origin = node.module or ""
+        # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod.
+        targets = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
+                   for alias in node.names]
+    # `import perfci.a.b` also names perfci.a.b's parents, which Python imports first;
+    # only the module itself is an edge of this file.
+    return {target for target in targets if target in known and target != name}
+
+
 def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of ``known`` that ``name`` imports anywhere in its file."""
-    is_package = path.name == "__init__.py"
-    package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                origin = ".".join(base + ([node.module] if node.module else []))
-            else:
-                origin = node.module or ""
-            # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod.
-            targets = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
-                       for alias in node.names]
-        else:
-            continue
-        for target in targets:
-            # `import perfci.a.b` also names perfci.a.b's parents, which Python imports first;
-            # only the module itself is an edge of this file.
-            if target in known and target != name:
-                found.add(target)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= import_targets(node, name, path, known)
     return found
 
 
@@ -160,6 +225,26 @@ def cli_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
             for target in targets if target.rpartition(".")[2] == "cli"}
 
 
+def function_level_imports(package: Path = PACKAGE) -> list[tuple[str, str, str]]:
+    """(module, imported module, ``path:line``) for each import of one of the package's own modules
+    made inside a function (or a method), outside the seams: the ``cli.py`` files and ``__main__.py``."""
+    modules = all_modules(package)
+    known = set(modules)
+    found = []
+    for name, path in modules.items():
+        if path.name in ("cli.py", "__main__.py"):
+            continue
+        where = path.relative_to(package.parent).as_posix()
+        for func in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            for node in ast.walk(func):  # a nested function's import is seen twice: deduplicated below
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    found += [(name, target, f"{where}:{node.lineno}")
+                              for target in import_targets(node, name, path, known)]
+    return sorted(set(found), key=lambda f: (f[2].split(":")[0], int(f[2].split(":")[1]), f[1]))
+
+
 # --------------------------------------------------------------------------- the planted failures
 
 
@@ -234,6 +319,26 @@ def test_only_the_top_imports_a_cli():
     graph = import_graph()
     assert {t for t in graph["perfci.cli"] if t.endswith(".cli")}  # the rule sees the dispatcher's imports
     assert cli_imports(graph) == set()
+
+
+def test_a_planted_function_level_import_is_found_outside_the_seams(tmp_path):
+    root = _plant(tmp_path, {
+        "a.py": "import os\n\ndef f():\n    import json\n    from planted import b\n    return b\n",
+        "b.py": "from planted import c\n",  # at the top: fine
+        "c.py": "class K:\n    def m(self):\n        from .b import c\n        return c\n",
+        "cli.py": "def main():\n    from planted import a\n",  # the seam may
+        "d/cli.py": "def main():\n    from planted.d import core\n", "d/core.py": "",
+    })
+    assert function_level_imports(root) == [("planted.a", "planted.b", "planted/a.py:5"),
+                                             ("planted.c", "planted.b", "planted/c.py:3")]
+
+
+def test_perfci_imports_its_own_modules_at_the_top_outside_the_seams():
+    found = function_level_imports()
+    assert len(all_modules()) > 30  # the scan saw the package
+    new = [f"{where}: {module} imports {target} inside a function; import it at the top of the module"
+           for module, target, where in found if (module, target) not in LAZY_PERFCI_IMPORTS]
+    assert new == []
 
 
 MAX_MODULE_LINES = 500  # a module one can read in a sitting

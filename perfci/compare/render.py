@@ -206,12 +206,12 @@ def plot(cmp: Comparison, out_path: str) -> None:
     (an 84-case suite stays readable). The x axis is clipped to the floors and the
     bulk of the intervals; a point or interval beyond it ends in an arrow with its value.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # lazy: matplotlib
+    from matplotlib.lines import Line2D  # lazy: matplotlib
+    from matplotlib.patches import Patch  # lazy: matplotlib
 
     timed = [c for c in cmp.cases if c.ratio is not None]
     changed = [c for c in timed if c.verdict != Verdict.UNCHANGED]

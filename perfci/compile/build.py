@@ -14,6 +14,7 @@ import importlib
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -36,8 +37,6 @@ def use_the_jit() -> None:
     """Compiling (and capturing a team's launches) needs Triton's JIT functions, not the interpreter's:
     call before anything imports a kernel module."""
     if os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes"):
-        import sys
-
         if "triton" not in sys.modules:
             os.environ.pop("TRITON_INTERPRET")
 
@@ -46,16 +45,16 @@ def _triton():
     use_the_jit()
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
     try:
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
+        import triton  # lazy: triton
+        from triton.backends.compiler import GPUTarget  # lazy: triton
+        from triton.compiler import ASTSource  # lazy: triton
     except ImportError as err:
         raise PerfciError(f"perfci compile needs triton ({err})") from None
     return triton, ASTSource, GPUTarget
 
 
 def _ptxas_resources(ptx: str, arch: Arch, fp_fusion: bool):
-    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability  # lazy: triton
 
     ptxas = get_ptxas(arch.target_arch).path
     with tempfile.TemporaryDirectory(prefix="perfci-ptxas-") as tmp:
@@ -76,7 +75,7 @@ def _backend_hash(arch: Arch) -> str:
     _, _, GPUTarget = _triton()
     target = GPUTarget(arch.backend, arch.target_arch, arch.warp_size)
     if arch.vendor == "amd":
-        from triton.backends.amd.compiler import HIPBackend as Backend
+        from triton.backends.amd.compiler import HIPBackend as Backend  # lazy: triton
     else:
         from triton.backends.nvidia.compiler import CUDABackend as Backend  # type: ignore[assignment]
     return str(Backend(target).hash())
@@ -115,7 +114,7 @@ def _source_of(module: str, kernel: str) -> str:
 def compile_launch(launch: Launch, arch: Arch, disk: DiskCache | None = None) -> "Compiled | str":
     """The compiled kernel's resources, or the compile error's text (one line)."""
     triton, ASTSource, GPUTarget = _triton()
-    from triton import knobs
+    from triton import knobs  # lazy: triton
 
     fn = _jit_function(launch.module, launch.kernel)
     signature, constexprs, attrs = launch.specialize(arch, bool(knobs.amd.use_buffer_ops))

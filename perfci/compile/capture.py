@@ -73,10 +73,10 @@ def triton_launches(execute: bool) -> Iterator[list[tuple]]:
     evaluated on the launch's arguments. In the interpreter (``TRITON_INTERPRET``), where a
     kernel is an ``InterpretedFunction``, its launches are recorded the same way.
     """
-    from triton.compiler.compiler import CompiledKernel
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
+    from triton.compiler.compiler import CompiledKernel  # lazy: triton
+    from triton.runtime.autotuner import Autotuner  # lazy: triton
+    from triton.runtime.interpreter import InterpretedFunction  # lazy: triton
+    from triton.runtime.jit import JITFunction  # lazy: triton
 
     seen: list[tuple] = []
     jit_run, tuned_run, compiled_launch = JITFunction.run, Autotuner.run, CompiledKernel.__getitem__
@@ -147,7 +147,7 @@ def _constexprs(kernel: Any) -> dict[str, Any]:
 def _device() -> str:
     """Where the case's inputs live while its launch is recorded: a GPU where there is one (a
     library may insist on device tensors), else the CPU."""
-    import torch
+    import torch  # lazy: torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -8,6 +8,7 @@ back into a markdown section, and into the resource change behind a timed case.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from perfci.compile.diff import ResourceVerdict
 from perfci.errors import PerfciError
 from perfci.escape import md_code, md_text
 from perfci.files import read_input_text
+from perfci.suites import load_suite
 from perfci.verdict import Verdict
 
 Key = tuple[str, str, str]
@@ -29,8 +31,6 @@ MAX_ROWS = 40
 def baseline_arches(baseline_dir: str | os.PathLike, suite_name: str) -> list[str]:
     """The arches with a resources file of the suite (``SUITE-ARCH.json``, as ``--out DIR`` names it)
     whose Triton backend is installed here (a ROCm build of Triton may lack the NVIDIA one)."""
-    import importlib.util
-
     def installed(arch: str) -> bool:
         try:
             return importlib.util.find_spec(f"triton.backends.{'amd' if ARCHES[arch].vendor == 'amd' else 'nvidia'}") \
@@ -47,8 +47,6 @@ def run(suite: str, baseline_dir: str | os.PathLike, cwd: str | os.PathLike, tim
     ``baseline``. PerfciError (one line) when there is nothing to diff or the
     command refused its input or crashed.
     """
-    from perfci.suites import load_suite
-
     name = load_suite(suite).name
     arches = baseline_arches(baseline_dir, name)
     if not arches:

@@ -25,7 +25,7 @@ _ROOT = Path(__file__).resolve().parents[2]  # the checkout: the child runs this
 def _same(a: str, b: str) -> bool:
     """3.8 and 3.8.0 are one version to pip; to this check too."""
     try:
-        from packaging.version import Version
+        from packaging.version import Version  # lazy: optional
 
         return Version(a) == Version(b)
     except Exception:  # noqa: BLE001 - no packaging, or not a version it reads: compare the text

@@ -1,8 +1,9 @@
 """``perfci history``: add runs to a store, find change points, export, plot, report.
 
-Thin: files in and out here, decisions in the pure modules beside it. numpy,
-scipy and matplotlib are imported inside the handlers, so ``perfci --help``
-does not pay for them.
+Thin: files in and out here, decisions in the pure modules beside it. The
+store (which reads canary records, so numpy through the statistics), scipy and
+matplotlib are imported inside the handlers, so ``perfci --help`` does not pay
+for them.
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from perfci.files import atomic_write_text
 from perfci.config import STALE_DAYS, load_config
 from perfci.history import stale
 from perfci.history.render_triage import render_records_json, render_records_table
-from perfci.history.store import add_triage, load, load_canaries, load_triage, read_manifest
 from perfci.history.triage import STATES as TRIAGE_STATES
 from perfci.history.triage import judged_false_alarms, make_record, sha_matches
 
@@ -284,6 +284,7 @@ def plot_main(args) -> int:
 def report_main(args) -> int:
     from perfci.history.canary import rates as canary_rates  # numpy, through the statistics: not at --help
     from perfci.history.report import case_html, case_slug, index_html, suite_file, suite_html, triage_html
+    from perfci.history.store import load_canaries, load_triage
 
     history, cases = _checks(args)
     records = load_triage(args.store)
@@ -318,6 +319,7 @@ def _team_false_alarms(history, records, canaries, confidence: float):
 def canary_main(args) -> int:
     from perfci.history.canary import render_json as canary_json  # numpy: not at --help
     from perfci.history.canary import render_table as canary_table
+    from perfci.history.store import load, load_canaries, load_triage
 
     stores, team = [], []
     for store in args.stores:
@@ -342,6 +344,8 @@ def _user() -> str:
 
 
 def triage_main(args) -> int:
+    from perfci.history.store import add_triage, load, load_triage, read_manifest  # numpy: not at --help
+
     if args.list:
         given = [f"--{n}" for n in ("case", "sha", "reason") if getattr(args, n)] + (["--as"] if args.state else [])
         if given:
@@ -372,6 +376,8 @@ def triage_main(args) -> int:
 
 
 def stale_main(args) -> int:
+    from perfci.history.store import load, load_canaries  # numpy: not at --help
+
     days = args.days if args.days is not None else load_config().stale_days
     now = datetime.now(timezone.utc)
     ages = []

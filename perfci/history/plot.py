@@ -74,10 +74,10 @@ def trend_png(series: CaseSeries, detection: Detection, subtitle: str = "", dpi:
 
     MARKS: (night index, triage state) of the nights a triage record is about: a dotted line and the state.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     judged = judged or judge(series)
     pts = series.points

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, is_present, read_input_text
-from perfci.history import triage
+from perfci.history import canary, triage
 from perfci.history.model import (STORE_FORMAT, STORE_SCHEMA, History, Manifest, Run, RunInfo,
                                   run_info)
 from perfci.history.triage import TriageRecord
@@ -252,15 +252,13 @@ def add_canary(store: str | os.PathLike, record) -> bool:
 
 def load_canaries(store: str | os.PathLike) -> list:
     """Every canary record of STORE, oldest first (none: an empty list); a corrupt one is one line."""
-    from perfci.history.canary import from_dict
-
     folder = Path(store) / CANARY
     if not folder.is_dir():
         return []
     nights = []
     for path in sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")):
         try:
-            nights.append(from_dict(json.loads(read_input_text(str(path), "canary record")), str(path)))
+            nights.append(canary.from_dict(json.loads(read_input_text(str(path), "canary record")), str(path)))
         except json.JSONDecodeError as err:
             raise PerfciError(f"{path}: corrupt canary record (not valid JSON: {err.msg})") from None
         except ValueError as err:

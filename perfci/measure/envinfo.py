@@ -9,12 +9,17 @@ are what the CPU-only tests exercise; arch strings and visible devices live in
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
+from importlib import metadata
 from typing import Any
 
+from perfci import __version__
+from perfci.git import checkout_sha
 from perfci.measure.devices import normalize_gcn_arch, physical_device, sm_arch
 from perfci.measure.telemetry.amd_parsers import parse_amdsmi_static_asic
 from perfci.model import Environment
@@ -99,8 +104,6 @@ def _amd_driver_version(physical: str) -> str:
             return info.driver_version
     text = _run(["rocm-smi", "--showdriverversion", "--json"])
     if text:
-        import json
-
         try:
             return parse_rocm_smi_driver(json.loads(text))
         except ValueError:
@@ -109,8 +112,6 @@ def _amd_driver_version(physical: str) -> str:
 
 
 def _triton_version() -> str:
-    from importlib import metadata
-
     # ROCm builds of torch ship Triton as pytorch-triton-rocm; the module is still `triton`.
     for dist in ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm"):
         try:
@@ -129,8 +130,6 @@ def git_sha(path: str | None = None) -> str:
     ``$PERFCI_GIT_SHA``, when the caller sets it, says which commit it was.
     "" otherwise, or when gitpython is missing; never raises.
     """
-    from perfci.git import checkout_sha
-
     given = os.environ.get("PERFCI_GIT_SHA", "").strip()
     try:
         # A worker runs in a folder of its own; the runner names the checkout it measures.
@@ -148,8 +147,6 @@ def _cpu_name() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
-
     return platform.processor() or platform.machine()
 
 
@@ -163,16 +160,14 @@ def utc_timestamp() -> str:
 
 def collect_environment(device: str) -> Environment:
     """Describe the current process's device (``"cuda"`` covers ROCm too, or ``"cpu"``)."""
-    import perfci
-
     common = dict(
-        perfci=perfci.__version__,
+        perfci=__version__,
         git_sha=git_sha(),
         host=socket.gethostname(),
         timestamp=utc_timestamp(),
         triton=_triton_version(),
     )
-    import torch
+    import torch  # lazy: torch
 
     common["torch"] = str(torch.__version__)
     if device == "cpu":

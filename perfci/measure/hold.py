@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from perfci.measure import gating
+from perfci.measure.probes import gate_kernel, stamp_kernel  # Triton kernels: the worker imports this module only on a GPU
 
 # A host that has not finished enqueuing a chunk after this long is stalled
 # anyway; the gate then opens by itself and the repeat is measured again.
@@ -69,8 +70,6 @@ class DeviceHold:
 
     # -- setup: each part falls back on its own, with a note
     def _start_counters(self, vendor: str) -> bool:
-        from perfci.measure.probes import stamp_kernel
-
         torch = self._torch
         try:
             probe = torch.zeros(8, dtype=torch.int64, device=self._stamps.device)
@@ -102,8 +101,6 @@ class DeviceHold:
         return True
 
     def _start_gate(self, gate: str) -> str:
-        from perfci.measure.probes import gate_kernel
-
         if gate == "none":
             return "none"
         torch = self._torch
@@ -138,8 +135,6 @@ class DeviceHold:
     @contextmanager
     def held(self) -> Iterator[None]:
         """Enqueue the chunk inside this block; the device starts it only when the block ends."""
-        from perfci.measure.probes import gate_kernel, stamp_kernel
-
         torch = self._torch
         index = len(self._open)
         if index >= MAX_CHUNKS:

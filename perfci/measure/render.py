@@ -48,9 +48,9 @@ def table_cells(result: CaseResult, arch: str) -> tuple[str, ...]:
 
 
 def render_table(results: Sequence[CaseResult], env: Environment, suite: str, width: int = 160) -> str:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.console import Console  # lazy: rich
+    from rich.markup import escape  # lazy: rich
+    from rich.table import Table  # lazy: rich
 
     table = Table(title=f"perfci run {term_text(suite)}", show_edge=False, pad_edge=False)
     for header in HEADERS:

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from perfci.compile.arches import ARCHES, amd_occupancy, nvidia_occupancy
-from perfci.compile.capture import TUNERS
+from perfci.compile.capture import TUNERS, triton_launches
 from perfci.compile.report import AMD_KNOBS
 from perfci.compile.resources import parse_amdgcn
 from perfci.model import KernelRecord
@@ -130,7 +130,7 @@ def tuner_of(fn: Any) -> Any:
     if id(jit) not in _WRAPPED:
         try:
             from triton.runtime.autotuner import Autotuner  # lazy: triton (absent for vendor libraries)
-            from triton.runtime.jit import KernelInterface
+            from triton.runtime.jit import KernelInterface  # lazy: triton
         except ImportError:
             return None
         _WRAPPED[id(jit)] = _wrapping(jit, Autotuner, KernelInterface)
@@ -200,10 +200,8 @@ def _grid(grid: Any, fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[i
 
 
 def _observed(prepared: Any) -> list[tuple]:
-    try:
-        from perfci.compile.capture import triton_launches
-    except ImportError:  # no Triton here: a vendor-library case
-        return []
+    # No Triton here (a vendor-library case): entering the capture raises ImportError,
+    # which record_launches turns into a kernels_note.
     with triton_launches(execute=True) as seen:
         prepared.run()
     return seen

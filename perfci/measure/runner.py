@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from perfci import __version__
 from perfci.errors import PerfciError
 from perfci.kernel_registry import registry_for_root
 from perfci.procs import kill_process_group, wait_group
+from perfci.measure.devices import gpu_lock_name
+from perfci.measure.envinfo import collect_environment
 from perfci.measure.resources import records_from_result
 from perfci.model import CaseResult, CaseSpec, Environment, RepeatSample
 from perfci.suites import suite_kernel_problem
@@ -72,9 +75,7 @@ def gpu_lock(lock_timeout_s: float, notify: Callable[[str], None], env: Mapping[
     makes the second wait. The lock directory is shared by every user of the
     machine unless PERFCI_LOCK_DIR says otherwise.
     """
-    from filelock import FileLock, Timeout
-
-    from perfci.measure.devices import gpu_lock_name
+    from filelock import FileLock, Timeout  # lazy: filelock
 
     lock_dir = Path(os.environ.get("PERFCI_LOCK_DIR", Path(tempfile.gettempdir()) / "perfci-locks"))
     lock_dir.mkdir(parents=True, exist_ok=True)
@@ -393,7 +394,7 @@ class CaseRunner:
 
 def _gpu_available_here() -> bool:
     try:
-        import torch
+        import torch  # lazy: torch
     except ImportError:
         raise PerfciError("torch is not installed; see README for the CUDA and ROCm installs") from None
     return bool(torch.cuda.is_available())
@@ -441,9 +442,6 @@ def _crash_message(code: int, log_path: Path) -> str:
 
 
 def fallback_environment(device: str) -> Environment:
-    from perfci import __version__
-    from perfci.measure.envinfo import collect_environment
-
     try:
         return collect_environment("cpu") if device == "cpu" else Environment(perfci=__version__)
     except Exception:  # noqa: BLE001 - metadata must never sink a run

@@ -107,7 +107,7 @@ class ProfilerMarks:
 
     def start(self, i: int) -> None:
         if self._profiler is None:
-            from torch.profiler import ProfilerActivity, profile
+            from torch.profiler import ProfilerActivity, profile  # lazy: torch
 
             self._profiler = profile(activities=[ProfilerActivity.CUDA])
             self._profiler.__enter__()

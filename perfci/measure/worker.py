@@ -25,13 +25,19 @@ from typing import Callable
 
 from perfci.files import atomic_write_text
 from perfci.kernel_registry import registry_for_root
-from perfci.model import CaseSpec
 from perfci.suites import suite_kernel_problem
 
 _STARTED = time.perf_counter()
+from perfci.kernel import Unsupported
+from perfci.measure.devices import device_cache_bytes, flush_bytes
+from perfci.measure.envinfo import collect_environment
 # relative_error: the pytest plugin's check imports it from here, the one measure of a case's error.
 from perfci.measure.gate import correctness_gate, launch_for_timing, relative_error  # noqa: F401
+from perfci.measure.gating import MAX_EXTRA_ATTEMPTS
+from perfci.measure.resources import record_launches
+from perfci.measure.telemetry import Sampler, open_source
 from perfci.measure.timing import EventMarks, HostMarks, ProfilerMarks, median, time_iterations, warm_up
+from perfci.model import CaseSpec, Environment
 
 
 # Telemetry polls power, temperature and throttle reasons (and the clock, where the
@@ -67,12 +73,7 @@ def measure(request: dict) -> dict:
     if device == "cpu":
         # Must be set before triton is imported: the interpreter is chosen at import.
         os.environ["TRITON_INTERPRET"] = "1"
-    import torch
-
-    from perfci.kernel import Unsupported
-    from perfci.measure.envinfo import collect_environment
-    from perfci.measure.resources import record_launches
-    from perfci.model import Environment
+    import torch  # lazy: torch (after TRITON_INTERPRET, above)
 
     phases = Phases(time.perf_counter() - _STARTED)
     spec = spec_from_dict(request["spec"])
@@ -128,8 +129,6 @@ def measure(request: dict) -> dict:
 
 def cache_flush(torch, arch: str, torch_device, result: dict):
     """A scratch buffer of at least twice the last-level cache; zeroing it evicts the operands."""
-    from perfci.measure.devices import device_cache_bytes, flush_bytes
-
     props = torch.cuda.get_device_properties(0)
     nbytes = flush_bytes(device_cache_bytes(props, arch))
     scratch = torch.empty(nbytes, dtype=torch.uint8, device=torch_device)
@@ -147,9 +146,6 @@ def timed_repeats(torch, timed, flush, sync, vendor: str, timer: str, iters: int
     ``MAX_EXTRA_ATTEMPTS`` times. Each repeat's clock comes from the device's
     counters where they work, from telemetry otherwise, and says which.
     """
-    from perfci.measure.gating import MAX_EXTRA_ATTEMPTS
-    from perfci.measure.telemetry import Sampler, open_source
-
     hold = _device_hold(torch, vendor, gate, result) if timer != "host" else None
     phases.done("hold")
     source = open_source(vendor, 0)
@@ -181,7 +177,7 @@ _HOLDS: dict[tuple[str, str], object] = {}
 
 
 def _device_hold(torch, vendor: str, gate: str, result: dict):
-    from perfci.measure.hold import DeviceHold
+    from perfci.measure.hold import DeviceHold  # lazy: triton (its probes; TRITON_INTERPRET is set first)
 
     hold = _HOLDS.get((vendor, gate))
     if hold is None:
@@ -251,7 +247,7 @@ def serve(commands, replies, mode: str = "shared", before_measure: BeforeMeasure
         replies.flush()
 
     try:
-        import torch
+        import torch  # lazy: torch
     except ImportError:
         reply("failed torch is not installed; see README for the CUDA and ROCm installs")
         return
@@ -368,10 +364,6 @@ def _load_measuring_modules(device: str) -> None:
     if device == "cpu":
         # Before triton is imported: the interpreter is chosen at import.
         os.environ["TRITON_INTERPRET"] = "1"
-    import perfci.kernel_registry
-    import perfci.measure.envinfo  # noqa: F401
-    import perfci.measure.telemetry  # noqa: F401
-
     try:
         import triton  # noqa: F401
     except ImportError:
@@ -379,7 +371,7 @@ def _load_measuring_modules(device: str) -> None:
     try:
         # The project's kernel modules, once, before any fork: every case's process
         # then starts with them imported.
-        perfci.kernel_registry.registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).project()
+        registry_for_root(os.environ.get("PERFCI_PROJECT_ROOT") or os.getcwd()).project()
     except Exception:  # noqa: BLE001 - a broken module is reported by the case that needs it
         pass
     # What is imported by now lives as long as the process: out of the collector's sight, the

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
 from perfci.model import ResultTable
-from perfci.results import selection_id
+from perfci.results import read_results_cells, selection_id
 
 # Columns whose non-empty values must agree in every row of every shard, and
 # what a disagreement means.
@@ -212,9 +213,6 @@ def _check_selection(files: Sequence[ShardFile]) -> None:
 
 def merge_files(paths: list[str], out: str) -> str:
     """Merge the shard CSVs at ``paths`` into ``out`` (atomically); returns a one-line summary."""
-    from perfci.files import atomic_write_text
-    from perfci.results import read_results_cells
-
     real = [os.path.realpath(p) for p in paths]
     if len(set(real)) != len(real):
         twice = next(p for p, r in zip(paths, real) if real.count(r) > 1)

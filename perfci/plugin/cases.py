@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from perfci.kernel import TOLERANCE
 from perfci.model import DTYPES, CaseSpec, shape_key
 
 ITERS_RANGE = (60, 80)  # as `perfci run --iters`
@@ -126,8 +127,6 @@ def make_case(fn: object, *, kernel: object = None, shape: object = None, dtype:
 
 def default_tolerance(dtype: str) -> float:
     """||out - ref|| / ||ref|| allowed by default: the suites' own per-dtype value."""
-    from perfci.kernel import TOLERANCE
-
     return TOLERANCE[dtype]
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from perfci.measure import worker
+from perfci.measure.envinfo import collect_environment
 from perfci.model import CaseResult, Environment, RepeatSample
 from perfci.plugin.cases import BenchmarkCase, BenchmarkUsageError, default_tolerance
 
@@ -30,7 +32,7 @@ def resolve_device(asked: str) -> str:
     if asked == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
         return "cpu"
-    import torch
+    import torch  # lazy: torch
 
     if torch.cuda.is_available():
         return "cuda"
@@ -42,8 +44,6 @@ def resolve_device(asked: str) -> str:
 
 
 def environment(device: str) -> Environment:
-    from perfci.measure.envinfo import collect_environment
-
     return collect_environment(device)
 
 
@@ -62,7 +62,7 @@ def case_result(case: BenchmarkCase, data: dict) -> CaseResult:
 
 
 def call_once(fn: Callable, args: tuple, kwargs: dict, device: str) -> Any:
-    import torch
+    import torch  # lazy: torch
 
     value = fn(*args, **kwargs)
     if device == "cuda":
@@ -74,9 +74,7 @@ def check_output(case: BenchmarkCase, value: Any, reference: Any, args: tuple, k
     """The relative error of ``value`` against the reference, or None without one."""
     if reference is None:
         return None
-    import torch
-
-    from perfci.measure.worker import relative_error
+    import torch  # lazy: torch
 
     expected = reference(*args, **kwargs) if callable(reference) else reference
     if not isinstance(value, torch.Tensor) or not isinstance(expected, torch.Tensor):
@@ -86,15 +84,13 @@ def check_output(case: BenchmarkCase, value: Any, reference: Any, args: tuple, k
     if tuple(value.shape) != tuple(expected.shape):
         raise BenchmarkUsageError(f"perfci_benchmark: fn returned shape {tuple(value.shape)}, the reference "
                                   f"{tuple(expected.shape)}")
-    return relative_error(torch, value, expected.to(value.device))
+    return worker.relative_error(torch, value, expected.to(value.device))
 
 
 def measure(case: BenchmarkCase, fn: Callable, args: tuple, kwargs: dict, reference: Any,
             device: str, env: Environment) -> tuple[CaseResult, Any]:
     """Check, warm up and time ``fn(*args, **kwargs)``; returns (result, fn's first output)."""
-    import torch
-
-    from perfci.measure import worker
+    import torch  # lazy: torch
 
     gpu = device == "cuda"
     sync = torch.cuda.synchronize if gpu else (lambda: None)

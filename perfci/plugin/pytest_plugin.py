@@ -1,23 +1,50 @@
 """The pytest plugin (``pytest11`` entry point ``perfci``): the ``perfci_benchmark`` fixture and options.
 
-Inert unless a test uses the fixture or a ``--perfci-*`` option is given; loading
-it imports pytest and the standard library only (no torch). See docs/pytest.md.
+Inert unless a test uses the fixture or a ``--perfci-*`` option is given. Every
+pytest run where perfci is installed loads it, so it imports pytest and perfci's
+light modules only (no torch, no numpy): the measurement (:mod:`perfci.plugin.measuring`),
+the verdict (:mod:`perfci.plugin.session`) and ``$PERFCI_CASES`` (:mod:`perfci.suites`)
+are imported where they are used (the entry point's seam, as a ``cli.py``'s). See docs/pytest.md.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from perfci.errors import PerfciError
+from perfci.model import CaseResult
+from perfci.plugin import isolate
+from perfci.plugin.cases import BenchmarkUsageError, check_setup, default_tolerance, make_case, reference_kind
 
 _STATE = pytest.StashKey["_State"]()
 CASES_ENV = "PERFCI_CASES"  # perfci nightly narrows a bench run to the cases it confirms or bisects
 
 
+@dataclass
+class SessionRows:
+    """The rows measured so far, in order, keyed by case."""
+
+    rows: list[dict[str, str]] = field(default_factory=list)
+    owners: dict[tuple[str, str, str], str] = field(default_factory=dict)  # key -> test node id
+
+    def claim(self, key: tuple[str, str, str], nodeid: str) -> str | None:
+        """Record that ``nodeid`` measures ``key``; the other test's id if one already did."""
+        other = self.owners.get(key)
+        if other is not None and other != nodeid:
+            return other
+        self.owners[key] = nodeid
+        return None
+
+    def add(self, row: dict[str, str]) -> None:
+        key = (row["kernel"], row["shape"], row["dtype"])
+        self.rows = [r for r in self.rows if (r["kernel"], r["shape"], r["dtype"]) != key] + [row]
+
+
 class _State:
     def __init__(self, config: pytest.Config):
-        from perfci.plugin.session import SessionRows
-
         opt = config.option
         self.config = config
         self.out: str | None = opt.perfci_out
@@ -34,7 +61,7 @@ class _State:
         self.wanted = wanted_cases()  # $PERFCI_CASES: only these cases are measured (None: every case)
 
     def resolve(self) -> str:
-        from perfci.plugin.measuring import resolve_device
+        from perfci.plugin.measuring import resolve_device  # lazy: cost (the measuring stack)
 
         if self.device is None:
             self.device = resolve_device(self.asked_device)
@@ -68,10 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
         parent = os.path.dirname(os.path.abspath(opt.perfci_out))
         if not os.path.isdir(parent) or os.path.isdir(opt.perfci_out):
             raise pytest.UsageError(f"--perfci-out {opt.perfci_out}: not a file in an existing directory")
-    from perfci.errors import PerfciError
-
     if opt.perfci_compare:
-        from perfci.plugin.session import check_baseline
+        from perfci.plugin.session import check_baseline  # lazy: numpy
 
         try:
             check_baseline(opt.perfci_compare)
@@ -82,8 +107,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except PerfciError as err:
         raise pytest.UsageError(f"${CASES_ENV}: {err}") from None
     if opt.perfci_device != "auto" and not opt.perfci_disable:
-        from perfci.plugin.cases import BenchmarkUsageError
-
         try:
             state.resolve()  # cpu: sets TRITON_INTERPRET before a test module imports triton
         except BenchmarkUsageError as err:
@@ -109,8 +132,6 @@ class PerfciBenchmark:
                  iters: int | None = None, repeats: int | None = None, setup: Any = None,
                  extra_info: dict | None = None, tolerance: float | None = None,
                  group: str = "", weight: float | None = None, kwargs: dict | None = None) -> Any:
-        from perfci.plugin.cases import BenchmarkUsageError, check_setup, make_case, reference_kind
-
         try:
             case = make_case(fn, kernel=kernel, shape=shape, dtype=dtype, flops=flops, bytes=bytes, iters=iters,
                              repeats=repeats, tolerance=tolerance, extra_info=extra_info, group=group,
@@ -136,11 +157,8 @@ class PerfciBenchmark:
         """Declare the case unsupported on this device (fp8 without fp8 units): a ``skip`` row, as
         ``perfci run`` writes for a case its backend refuses, and the test is skipped. Without the row a
         baseline's case would read as missing, which fails the gate."""
-        from perfci.model import CaseResult
-        from perfci.plugin import isolate
-        from perfci.plugin.cases import BenchmarkUsageError, make_case
-        from perfci.plugin.measuring import environment
-        from perfci.plugin.session import make_row
+        from perfci.plugin.measuring import environment  # lazy: cost (the measuring stack)
+        from perfci.plugin.session import make_row  # lazy: numpy
 
         try:
             case = make_case(lambda: None, kernel=kernel, shape=shape, dtype=dtype, group=group, weight=weight)
@@ -170,10 +188,8 @@ class PerfciBenchmark:
             pytest.skip(f"perfci_benchmark {' '.join(key)}: not among the cases in ${CASES_ENV}")
 
     def _measure(self, case, fn, args, kwargs, reference):
-        from perfci.model import CaseResult
-        from perfci.plugin import isolate
-        from perfci.plugin.measuring import environment, measure
-        from perfci.plugin.session import make_row
+        from perfci.plugin.measuring import environment, measure  # lazy: cost (the measuring stack)
+        from perfci.plugin.session import make_row  # lazy: numpy
 
         state = self._state
         device = state.resolve()
@@ -205,15 +221,13 @@ def wanted_cases() -> frozenset[tuple[str, str, str]] | None:
     path = os.environ.get(CASES_ENV, "").strip()
     if not path:
         return None
-    from perfci.suites import load_case_keys
+    from perfci.suites import load_case_keys  # lazy: cost, with $PERFCI_CASES only
 
     return frozenset(load_case_keys(path))
 
 
 def _set_up(setup, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """pedantic-style setup: called once before the benchmark; may return (args, kwargs) to use."""
-    from perfci.plugin.cases import BenchmarkUsageError
-
     if setup is None:
         return args, kwargs
     made = setup()
@@ -227,8 +241,7 @@ def _set_up(setup, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 def _plain(case, fn, args, kwargs, reference):
     """--perfci-disable: one call, and the correctness check when a reference is given."""
-    from perfci.plugin.cases import default_tolerance
-    from perfci.plugin.measuring import check_output
+    from perfci.plugin.measuring import check_output  # lazy: cost (the measuring stack)
 
     value = fn(*args, **kwargs)
     error = check_output(case, value, reference, args, kwargs)
@@ -248,8 +261,6 @@ def perfci_benchmark(request: pytest.FixtureRequest) -> PerfciBenchmark:
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """--perfci-isolate: a benchmark test runs in a child pytest; its row comes back as JSON."""
-    from perfci.plugin import isolate
-
     state = pyfuncitem.config.stash.get(_STATE, None)
     if (state is None or not state.isolate or isolate.child_path()
             or "perfci_benchmark" not in getattr(pyfuncitem, "fixturenames", ())):
@@ -267,15 +278,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from perfci.errors import PerfciError
-    from perfci.plugin import isolate
-    from perfci.plugin.session import EXIT_PERF_REGRESSION, judge, write_rows
-
     state = session.config.stash.get(_STATE, None)
     if state is None or isolate.child_path() or not state.rows.rows:
         if state is not None and state.base and not isolate.child_path():
             state.problem = "--perfci-compare: no benchmark was measured in this session; nothing compared"
         return
+    from perfci.plugin.session import EXIT_PERF_REGRESSION, judge, write_rows  # lazy: numpy
     try:
         if state.out:
             write_rows(state.out, state.rows.rows)

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from perfci.compare.comparison import missing_cases
+from perfci.compare.identity import with_identity
+from perfci.compare.inputs import check_same_device, read_any
+from perfci.compare.render import RENDERERS
+from perfci.compare.verdicts import compare
 from perfci.errors import PerfciError
 from perfci.model import CaseResult, Environment
 from perfci.plugin.cases import BenchmarkCase, extra_info_message, override_throughput
+from perfci.results import result_to_row, write_results
+from perfci.roofline import ceiling_for
 from perfci.verdict import no_common_case
 
 SUITE = "pytest"  # the suite column of the plugin's rows
@@ -30,31 +37,8 @@ class SessionComparison:
     text: str  # compare's table, and a line for cases the session did not measure
 
 
-@dataclass
-class SessionRows:
-    """The rows measured so far, in order, keyed by case."""
-
-    rows: list[dict[str, str]] = field(default_factory=list)
-    owners: dict[tuple[str, str, str], str] = field(default_factory=dict)  # key -> test node id
-
-    def claim(self, key: tuple[str, str, str], nodeid: str) -> str | None:
-        """Record that ``nodeid`` measures ``key``; the other test's id if one already did."""
-        other = self.owners.get(key)
-        if other is not None and other != nodeid:
-            return other
-        self.owners[key] = nodeid
-        return None
-
-    def add(self, row: dict[str, str]) -> None:
-        key = (row["kernel"], row["shape"], row["dtype"])
-        self.rows = [r for r in self.rows if (r["kernel"], r["shape"], r["dtype"]) != key] + [row]
-
-
 def make_row(case: BenchmarkCase, result: CaseResult, env: Environment) -> dict[str, str]:
     """The results CSV row of one benchmark, as perfci run writes it (plus flops=/bytes=/extra_info)."""
-    from perfci.results import result_to_row
-    from perfci.roofline import ceiling_for
-
     peaks = ceiling_for(env.arch, case.spec.dtype) or (None, None)
     row = override_throughput(result_to_row(result, env, SUITE, *peaks), case, result.median_us)
     info = extra_info_message(case)
@@ -64,15 +48,11 @@ def make_row(case: BenchmarkCase, result: CaseResult, env: Environment) -> dict[
 
 
 def write_rows(path: str, rows: list[dict[str, str]]) -> None:
-    from perfci.results import write_results
-
     write_results(path, rows)
 
 
 def check_baseline(path: str) -> None:
     """Read BASE now, so a bad file is a usage error before anything is measured."""
-    from perfci.compare.inputs import read_any
-
     if os.path.isdir(path):
         raise PerfciError(f"--perfci-compare {path}: a directory; give a results CSV "
                           f"(history stores: perfci compare STORE out.csv)")
@@ -86,12 +66,6 @@ def judge(base_path: str, rows: list[dict[str, str]], out_path: str | None) -> S
     pytest session often runs a selection (``-k``); ``perfci compare`` on the CSV
     is the strict, whole-suite gate.
     """
-    from perfci.compare.comparison import missing_cases
-    from perfci.compare.identity import with_identity
-    from perfci.compare.inputs import check_same_device, read_any
-    from perfci.compare.render import RENDERERS
-    from perfci.compare.verdicts import compare
-
     with tempfile.TemporaryDirectory(prefix="perfci-pytest-") as tmp:
         cur_path = out_path or os.path.join(tmp, "session.csv")
         if not out_path:

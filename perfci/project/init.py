@@ -13,10 +13,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
 from perfci.errors import PerfciError
+from perfci.files import atomic_write_text
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")  # also in a job output's name (confirmed_DEVICE, close_DEVICE)
@@ -165,9 +172,7 @@ def workflow_text(template: str, opts: InitOptions) -> str:
 
 
 def template(name: str) -> str:
-    from importlib.resources import files
-
-    return (files("perfci.project") / "templates" / name).read_text(encoding="utf-8")
+    return (resources.files("perfci.project") / "templates" / name).read_text(encoding="utf-8")
 
 
 def plan(root: Path, top: Path, opts: InitOptions, configured: object | None = None) -> list[Planned]:
@@ -201,8 +206,6 @@ def plan(root: Path, top: Path, opts: InitOptions, configured: object | None = N
 
 def apply(planned: Sequence[Planned], root: Path) -> list[str]:
     """Write what does not exist yet; one line per file (wrote / kept)."""
-    from perfci.files import atomic_write_text
-
     lines = []
     for p in planned:
         shown = _shown(p.path, root)
@@ -237,10 +240,6 @@ def _line_ending(text: str) -> str:
 
 def _check_toml(text: str, shown: str) -> None:
     """The pyproject.toml with the table added must still be TOML (a [tool] of another shape would not be)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
     try:
         tomllib.loads(text)
     except ValueError as err:

@@ -50,7 +50,7 @@ def trimmed_mean_interval(values: Sequence[float], confidence: float, trim: floa
     Raises:
         ValueError: fewer than two values (no spread to build an interval on).
     """
-    from scipy import special
+    from scipy import special  # lazy: scipy
 
     x = np.sort(np.asarray(values, dtype=float))
     n = x.size
@@ -118,8 +118,8 @@ def signed_rank(d: Sequence[float], confidence: float) -> Estimate:
     """Hodges-Lehmann location (median of the Walsh averages) with its exact interval,
     and the two-sided Wilcoxon signed-rank p-value against 0: exact without zeros
     or tied ``|d|``, else the normal approximation (zeros dropped, ties corrected)."""
-    from scipy import special
-    from scipy.stats import rankdata
+    from scipy import special  # lazy: scipy
+    from scipy.stats import rankdata  # lazy: scipy
 
     x = np.asarray(d, dtype=float)
     n = x.size
@@ -159,7 +159,7 @@ def one_sample(d: Sequence[float], confidence: float, method: str = "t") -> Esti
 def t_estimate(estimate: float, se: float, df: float, confidence: float) -> Estimate:
     """An estimate with standard error ``se`` on ``df`` degrees of freedom: its two-sided
     Student's t p-value against 0 and its ``confidence`` interval."""
-    from scipy import stats as sps
+    from scipy import stats as sps  # lazy: scipy
 
     p = float(2.0 * sps.t.sf(abs(estimate / se), df))
     crit = float(sps.t.ppf(1.0 - (1.0 - confidence) / 2.0, df))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -194,6 +195,4 @@ def bootstrap_shift(base: Sequence[float], cur: Sequence[float], *, confidence: 
 
 
 def _norm_ppf(q: float) -> float:
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(q)

@@ -116,7 +116,7 @@ class CpuFreqSource(_SourceBase):
 
     def read(self) -> Reading:
         try:
-            import psutil
+            import psutil  # lazy: psutil
 
             freq = psutil.cpu_freq()
             return Reading(sclk_mhz=float(freq.current) if freq and freq.current else None)

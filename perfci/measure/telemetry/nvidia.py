@@ -106,7 +106,7 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = NVIDIA_SMI_FIELDS) -
 def _torch_nvidia_uuid(visible_index: int) -> str | None:
     """``GPU-<uuid>`` of torch's device ``visible_index``, or None when torch cannot say."""
     try:
-        import torch
+        import torch  # lazy: torch
 
         if not torch.version.cuda or not torch.cuda.is_available():
             return None
