@@ -23,6 +23,7 @@ from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, Deadline, bench_once, run_command
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.confirm.flips import with_config_flips
+from perfci.confirm.stopping import StoppingRule, look, pending
 from perfci.errors import PerfciError
 from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
 from perfci.results import read_results
@@ -147,12 +148,14 @@ def run(cfg: ConfirmConfig, progress: Progress,
             _build(cfg, side)
         if cfg.suite is None:
             deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
-            judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure(cfg, side, deadline))
+            judgement, rounds = _rounds(cfg, sides, progress, decide,
+                                        lambda side, _keys: _measure(cfg, side, deadline))
         else:
             with WarmSides(cfg.suite, progress.note) as warm:
                 for side in sides:
                     warm.open(side.name, side.path)
-                judgement, rounds = _rounds(cfg, sides, progress, decide, lambda side: _measure_warm(warm, side))
+                judgement, rounds = _rounds(cfg, sides, progress, decide,
+                                            lambda side, keys: _measure_warm(warm, side, keys))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
             judgement = with_config_flips(judgement, rounds.rows)
         return judgement, rounds, sides
@@ -167,11 +170,10 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
     against the cases the rounds measured (with ``--suite``, as the suite declares them).
     """
     from perfci.confirm.reference import reference_keys
-    from perfci.confirm.stopping import StoppingRule, look
-
     rule = StoppingRule(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha, min_effect_pct=cfg.min_effect_pct)
     specs = {c.key: c for c in cfg.suite.cases} if cfg.suite is not None else None
     plan: list[StoppingRule] = []  # the looks the budget allows, fixed at the first look
+    settled: dict = {}  # case -> its confirmation at the look that decided it
 
     def decide(rounds: Rounds, force: bool, rounds_left: int | None) -> tuple[object | None, bool, str]:
         cases = rounds.cases()
@@ -179,7 +181,7 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
             plan.append(rule if rounds_left is None else rule.planned(rounds.completed, rounds_left))
         reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
         seen = look(cases, plan[0] if plan else rule, higher_is_better=cfg.higher_is_better, force=force,
-                    rounds_left=rounds_left, reference=reference)
+                    rounds_left=rounds_left, reference=reference, settled=settled)
         return seen.confirmation, seen.stop, seen.reason
 
     return decide
@@ -228,18 +230,22 @@ def _env(side: Side) -> dict[str, str]:
 
 def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             decide: Callable[[Rounds, bool, int | None], tuple[object, bool, str]],
-            measure: Callable[[Side], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
+            measure: Callable[[Side, frozenset | None], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
+    """Rounds until ``decide`` stops them. With ``--suite`` and no ``--reference``, the rounds after a
+    look measure only the cases it left undecided: a decided case keeps its decision (``settled`` in
+    :func:`decider`), and a run of two cases costs the warm worker less than one of seven."""
     by_name = {side.name: side for side in sides}
     rounds = Rounds()
     started = time.monotonic()
     worked = {"base": 0, "cur": 0}
     last_failure = {"base": "", "cur": ""}
     orders = round_orders(f"{by_name['base'].sha} {by_name['cur'].sha}")
+    wanted: frozenset | None = None  # None: every case
     while True:
         this_round: list[tuple[str, dict[Key, float] | None]] = []
         rounds.runs.append(this_round)
         for name in next(orders):
-            values, why = measure(by_name[name])
+            values, why = measure(by_name[name], wanted)
             rounds.bench_runs += 1
             if why:
                 last_failure[name] = why
@@ -254,6 +260,8 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
         per_round = rounds.seconds / rounds.completed
         left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
         judgement, stop, why = decide(rounds, left == 0, left)
+        if judgement is not None and cfg.suite is not None and not cfg.reference:
+            wanted = pending(judgement) or wanted
         budget = "" if left is None else f", ~{left} more in the {cfg.budget_s:g} s budget"
         progress.note(f"round {rounds.completed}: {rounds.bench_runs} bench runs, {rounds.seconds:.0f} s "
                       f"({per_round:.1f} s a round{budget}); {why}")
@@ -277,8 +285,9 @@ def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], s
                           f"{why[side.name]}")
 
 
-def _measure_warm(warm: WarmSides, side: Side) -> tuple[dict[Key, float], str]:
-    run = warm.measure(side.name)
+def _measure_warm(warm: WarmSides, side: Side, keys: frozenset | None) -> tuple[dict[Key, float], str]:
+    cases = None if keys is None else [c for c in warm.spec.cases if c.key in keys]
+    run = warm.measure(side.name, cases)
     return dict(run.values), run.why_not
 
 

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
 from perfci.confirm.analysis import MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided
+from perfci.verdict import TESTED
 
 
 @dataclass(frozen=True)
@@ -153,12 +154,17 @@ class Look:
 
 def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_is_better: bool = False,
          focus: Iterable[Iterable[str]] | None = None, force: bool = False, rounds_left: int | None = None,
-         **analyze_kw) -> Look:
+         settled: MutableMapping[tuple, CaseConfirmation] | None = None, **analyze_kw) -> Look:
     """After a round: stop or go on, and at a look the analysis to report.
 
     ``force``: analyse and stop now (the budget ran out). ``rounds_left``: how
     many more rounds the budget allows (None: no budget); at a look where no
     undecided case could be decided by then, the session stops.
+    ``settled``: when given, a case decided at a look keeps that decision at
+    every later look (it is recorded there), so a session may stop measuring it
+    (:func:`pending`). Each look's interval has its own share of alpha whichever
+    cases are still open, so the chance that any decision was taken on an
+    interval that missed stays within alpha: the same bound as the session's.
     ``analyze_kw`` go to :func:`perfci.confirm.analysis.analyze` (``reference``, ``min_cases``)."""
     n = max((len(v) for v in cases.values()), default=0)
     capped = rule.max_rounds is not None and n >= rule.max_rounds
@@ -167,6 +173,8 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
         return Look(n, False, False, why, None)
     conf = analyze(cases, rule.min_effect_pct, rule.look_alpha(n), rule.look_confidence(n),
                    higher_is_better=higher_is_better, method=rule.method, focus=focus, **analyze_kw)
+    if settled is not None:
+        conf = _settle(conf, settled)
     undecided = [c for c in conf.cases if not decided(c)]
     if force:
         return Look(n, True, True, f"budget spent; {len(undecided)} undecided", conf)
@@ -180,6 +188,23 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
             return Look(n, True, True, f"{len(undecided)} undecided, and the budget's {end - n} more rounds "
                                        f"could not decide them", conf)
     return Look(n, True, False, f"{len(undecided)} undecided; next look at {rule.next_look(n)}", conf)
+
+
+def _settle(conf: Confirmation, settled: MutableMapping[tuple, CaseConfirmation]) -> Confirmation:
+    """``conf`` with each case decided at an earlier look as it was decided there; this look's decisions recorded."""
+    for case in conf.cases:
+        if tuple(case.key) not in settled and decided(case):
+            settled[tuple(case.key)] = case
+    cases = tuple(settled.get(tuple(c.key), c) for c in conf.cases)
+    counts = {v: sum(1 for c in cases if c.verdict == v) for v in TESTED}
+    return replace(conf, cases=cases, counts=counts)
+
+
+def pending(conf: Confirmation | None) -> frozenset[tuple] | None:
+    """The cases a look left undecided (what the next rounds need to measure); None before the first look."""
+    if conf is None:
+        return None
+    return frozenset(tuple(c.key) for c in conf.cases if not decided(c))
 
 
 def out_of_reach(case: CaseConfirmation, rule: StoppingRule, end: int) -> bool:

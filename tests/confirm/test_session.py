@@ -64,3 +64,36 @@ def test_the_budget_s_end_stops_a_run_in_flight(tmp_path):
     assert seconds < 15.0
     (values, why), _ = _run_once(tmp_path, "true", deadline=Deadline(time.monotonic() - 1, "--budget 4 s"))
     assert values == {} and why == "not run: the --budget 4 s ran out"
+
+
+# --------------------------------------------------------------------------- rounds after a look
+
+
+def test_rounds_after_a_look_measure_only_the_cases_it_left_open():
+    import random
+    from types import SimpleNamespace
+
+    from perfci.confirm.session import _rounds, decider
+
+    a, b = ("tiled", "1024x1024x1024", "fp16"), ("tuned", "64x4096x4096", "fp16")
+    suite = SimpleNamespace(cases=[SimpleNamespace(key=a), SimpleNamespace(key=b)])
+    cfg = SimpleNamespace(min_rounds=5, max_rounds=None, alpha=0.05, min_effect_pct=1.0, suite=suite,
+                          reference=None, higher_is_better=False, budget_s=None)
+    sides = (Side("base", "HEAD~1", "1" * 40, Path(".")), Side("cur", "HEAD", "2" * 40, Path(".")))
+    rng = random.Random(3)
+    asked: list[frozenset | None] = []
+
+    def measure(side, keys):
+        asked.append(keys)
+        step = {a: 1.10, b: 1.012}
+        out = {k: 20.0 * (step[k] if side.name == "cur" else 1.0) * math.exp(rng.gauss(0, 0.01))
+               for k in (a, b) if keys is None or k in keys}
+        return out, ""
+
+    notes = []
+    judgement, rounds = _rounds(cfg, sides, SimpleNamespace(note=notes.append), decider(cfg), measure)
+    assert asked[:20] == [None] * 20  # five rounds of every case, up to the first look
+    assert asked[20:] and set(asked[20:]) == {frozenset({b})}  # then only the case still open
+    verdicts = {c.key: c.verdict for c in judgement.cases}
+    assert verdicts[a] == "regressed" and next(c for c in judgement.cases if c.key == a).rounds == 5
+    assert rounds.completed == len(asked) // 4

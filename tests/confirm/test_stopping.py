@@ -160,3 +160,27 @@ def test_deciding_at_every_round_without_the_shares_would_break_the_interval_s_p
         by_rule += ruled.cases[0].verdict == "regressed"
     # At the floor each look's one-sided error is at most its share of 2.5%, 2.5% in all; peeking: ~10%.
     assert by_rule <= 9 and peek >= 2.5 * by_rule and peek >= 24
+
+
+def test_a_case_decided_at_a_look_keeps_it_and_the_rounds_after_measure_only_the_open_ones():
+    from perfci.confirm.analysis import Round
+    from perfci.confirm.stopping import pending
+
+    rng = np.random.default_rng(11)
+    cases = noisy_session(rng, 2, 12, {0: math.log(1.10), 1: math.log(1.012)}, meas=0.01)
+    rule, settled = StoppingRule(), {}
+    first = look({k: v[:5] for k, v in cases.items()}, rule, settled=settled)
+    k0, k1 = list(cases)
+    verdicts = {c.key: c.verdict for c in first.confirmation.cases}
+    assert verdicts[k0] == "regressed" and verdicts[k1] == "inconclusive" and not first.stop
+    assert pending(first.confirmation) == {k1} and list(settled) == [k0]
+    # rounds 6-8 measured only the open case: the decided one has failed-run placeholders there
+    gone = Round((None, None), (None, None))
+    later = {k0: cases[k0][:5] + [gone] * 3, k1: cases[k1][:8]}
+    unsettled = look(later, rule)  # the decided case re-judged at look 2's stricter level on 5 rounds
+    kept = look(later, rule, settled=settled)
+    case0 = next(c for c in kept.confirmation.cases if c.key == k0)
+    assert case0 == first.confirmation.cases[0] and case0.rounds == 5
+    assert kept.confirmation.counts["regressed"] >= 1
+    assert next(c for c in unsettled.confirmation.cases if c.key == k0).rounds == 5
+    assert pending(None) is None
