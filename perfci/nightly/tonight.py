@@ -5,15 +5,19 @@ import csv
 import glob
 import io
 import os
+import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 from perfci import git
 from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
+from perfci.model import ResultTable
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Night
+from perfci.nightly.state import Night, TonightResult, most_common
 
 
 # --------------------------------------------------------------------------- 1. tonight
@@ -37,37 +41,31 @@ def tonight(n: Night) -> tuple[str, str]:
 
         n.suite = load_suite(cfg.suite, where).name
         n.suite_word = _suite_word(cfg.suite, where)
-    n.run_path = cfg.out / "run.csv"
+    run_path = cfg.out / "run.csv"
+    incomplete, read = "", None
     if cfg.shards is not None:
-        how = _merge_shards(n, cfg.shards, n.run_path)
+        how, incomplete = _merge_shards(n, cfg.shards, run_path)
     elif cfg.run is not None:
-        how = _take_run(cfg.run, n.run_path)
+        how, read = _take_run(cfg.run, run_path)
     else:
         _build(n, where)
         how = _run_bench(n, where) if cfg.bench is not None else _measure(n, where)
-    table, cells = read_results_cells(n.run_path)
+    table, cells = read or read_results_cells(run_path)
     if table.format != "perfci":
         raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
     suites = {c.get("suite", "") for c in cells} - {""}
     if suites and suites != {n.suite}:
         raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
-    n.table = table
     n.files.append("run.csv")
-    n.device_name = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
-    n.arch = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
-    n.device = f"{n.device_name} ({n.arch})" if n.device_name and n.arch else (n.device_name or n.arch or "?")
-    shas = {c.get("git_sha", "") for c in cells}
-    if shas == {""} and n.head:
-        _fill_sha(n.run_path, cells, n.head)
+    if {c.get("git_sha", "") for c in cells} == {""} and n.head:
+        table, cells = _fill_sha(run_path, table, cells, n.head)
         n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
-        table, cells = read_results_cells(n.run_path)
-        n.table = table
-    n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
-    n.tonight = tuple((r.key, r.status) for r in table.rows)
+    sha = core.strip_dirty(most_common(cells, "git_sha")) or n.head
+    n.tonight = t = TonightResult(run_path, table, cells, sha, incomplete)
     _device_defaults(n, config)
-    counts = Counter(s for _, s in n.tonight)
+    counts = Counter(s for _, s in t.statuses)
     told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
-    return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
+    return core.OK, f"{how}: {len(t.statuses)} cases ({told}) on {t.device} at {t.sha[:12] or 'unknown commit'}"
 
 
 def _project(n: Night):
@@ -142,7 +140,8 @@ def _device_defaults(n: Night, config) -> None:
     from perfci.compare.inputs import read_profile
 
     cfg = n.cfg
-    label = cfg.device_label or n.arch
+    arch = n.tonight.arch if n.tonight else ""
+    label = cfg.device_label or arch
     usable = bool(label) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", label) is not None
     n.store = cfg.history
     if n.store is None and config.history is not None and usable:
@@ -156,14 +155,14 @@ def _device_defaults(n: Night, config) -> None:
             n.notes.append(f"baseline {committed} ([tool.perfci] baselines, device {label})")
     n.profile = cfg.noise_profile
     if n.profile is None:
-        chosen = config.noise_profiles.get(label) or config.noise_profiles.get(n.arch)
+        chosen = config.noise_profiles.get(label) or config.noise_profiles.get(arch)
         if chosen is not None:
             read_profile(str(chosen))  # a bad profile is bad input, before anything is judged
             n.profile = str(chosen)
             n.notes.append(f"noise profile {chosen} ([tool.perfci] noise_profiles)")
 
 
-def _merge_shards(n: Night, pattern: str, out: Path) -> str:
+def _merge_shards(n: Night, pattern: str, out: Path) -> tuple[str, str]:
     """perfci merge; shards that lack cases (a shard missing, one cut short) are merged as they are.
 
     A shard job that failed must turn the night red, not void it: its cases are
@@ -180,7 +179,7 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
                           exit_code=EXIT_REGRESSION)
     try:
         merge_files(paths, str(out))
-        return f"merged {len(paths)} shard(s) of {pattern}"
+        return f"merged {len(paths)} shard(s) of {pattern}", ""
     except PerfciError as strict:
         files = []
         for path in paths:
@@ -193,8 +192,7 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
     plain = [ShardFile(table=f.table, header=f.header, cells=tuple(dict(c, shard="") for c in f.cells))
              for f in files]
     atomic_write_text(out, render_merged(merge_shards(plain)))
-    n.incomplete = gap
-    return f"merged {len(paths)} shard(s) of {pattern}, incomplete: {gap}"
+    return f"merged {len(paths)} shard(s) of {pattern}, incomplete: {gap}", gap
 
 
 def _shard_gap(files) -> str:
@@ -221,14 +219,15 @@ def _shard_gap(files) -> str:
     return ""
 
 
-def _take_run(path: str, out: Path) -> str:
+def _take_run(path: str, out: Path) -> tuple[str, tuple[ResultTable, tuple[Mapping[str, str], ...]]]:
+    """--run PATH copied to DIR/run.csv; and its table and cells, read once, as DIR/run.csv's."""
     from perfci.files import read_input_text
     from perfci.results import read_results_cells
 
-    read_results_cells(path)  # refuse a bad file before anything is written
+    table, cells = read_results_cells(path)  # refuse a bad file before anything is written
     if Path(path).resolve() != out.resolve():
         atomic_write_text(out, read_input_text(path, "results CSV"))
-    return f"--run {path}"
+    return f"--run {path}", (replace(table, path=str(out)), cells)
 
 
 def _measure(n: Night, where: Path) -> str:
@@ -261,12 +260,15 @@ def _run_bench(n: Night, where: Path) -> str:
     return f"--bench {cfg.bench!r}"
 
 
-def _fill_sha(path: Path, cells, sha: str) -> None:
+def _fill_sha(path: Path, table: ResultTable, cells, sha: str) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
+    """DIR/run.csv rewritten with ``sha`` in every row's git_sha; its table and cells as they now read."""
     header = list(cells[0].keys())
     if "git_sha" not in header:
         header.append("git_sha")
+    filled = tuple({**c, "git_sha": sha} for c in cells)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({**c, "git_sha": sha} for c in cells)
+    writer.writerows(filled)
     atomic_write_text(path, buf.getvalue())
+    return replace(table, rows=tuple(replace(r, git_sha=sys.intern(sha)) for r in table.rows)), filled
