@@ -421,7 +421,7 @@ def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
 
 
 def history(n: Night) -> tuple[str, str]:
-    from perfci.history.store import add_runs, run_files
+    from perfci.history.store import add_read_runs, run_files
 
     store = n.store
     if store is None:
@@ -432,7 +432,7 @@ def history(n: Night) -> tuple[str, str]:
     run_id = t.run_id
     if (Path(store) / "runs" / f"{run_id}.csv").exists():
         return core.SKIPPED, f"tonight's run is already in {store} as runs/{run_id}.csv" + _record_canary(n)
-    info = add_runs(store, [str(t.path)])[0]
+    info = add_read_runs(store, [(str(t.path), t.text, t.info)])[0]
     n.history_appended = True
     if n.history is not None:  # the store as loaded, and tonight's run as it now holds it
         n.history = with_run(n.history, Run(info, replace(t.table, path=str(Path(store) / "runs" / f"{run_id}.csv"))))

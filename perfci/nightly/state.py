@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.compare.comparison import Comparison
 from perfci.history.canary import CanaryNight, Rates
-from perfci.history.model import History, run_info
+from perfci.history.model import History, RunInfo, run_info
 from perfci.history.triage import TriageRecord
 from perfci.model import ResultTable
 from perfci.nightly import core
@@ -63,6 +63,7 @@ class TonightResult:
     """Tonight's results (DIR/run.csv), read once: the table every later stage judges, and its cells."""
 
     path: Path
+    text: str  # as DIR/run.csv holds it: what stage history adds to the store
     table: ResultTable
     cells: tuple[Mapping[str, str], ...]
     sha: str  # tonight's commit (--repo's HEAD when the run names none)
@@ -86,9 +87,13 @@ class TonightResult:
         return tuple((r.key, r.status) for r in self.table.rows)
 
     @property
+    def info(self) -> RunInfo:
+        """Tonight's identity in a history store (one line when its environment columns cannot make one)."""
+        return run_info(str(self.path), self.table, self.cells)
+
+    @property
     def run_id(self) -> str:
-        """Tonight's id in a history store (one line when its environment columns cannot make one)."""
-        return run_info(str(self.path), self.table, self.cells).run_id
+        return self.info.run_id
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from perfci.nightly.state import Night, TonightResult, most_common
 
 
 def tonight(n: Night) -> tuple[str, str]:
-    from perfci.results import read_results_cells
+    from perfci.results import read_results_text
 
     cfg = n.cfg
     if not cfg.repo.is_dir():
@@ -50,7 +50,7 @@ def tonight(n: Night) -> tuple[str, str]:
     else:
         _build(n, where)
         how = _run_bench(n, where) if cfg.bench is not None else _measure(n, where)
-    table, cells = read or read_results_cells(run_path)
+    text, table, cells = read or read_results_text(run_path)
     if table.format != "perfci":
         raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
     suites = {c.get("suite", "") for c in cells} - {""}
@@ -58,10 +58,10 @@ def tonight(n: Night) -> tuple[str, str]:
         raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
     n.files.append("run.csv")
     if {c.get("git_sha", "") for c in cells} == {""} and n.head:
-        table, cells = _fill_sha(run_path, table, cells, n.head)
+        text, table, cells = _fill_sha(run_path, table, cells, n.head)
         n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
     sha = core.strip_dirty(most_common(cells, "git_sha")) or n.head
-    n.tonight = t = TonightResult(run_path, table, cells, sha, incomplete)
+    n.tonight = t = TonightResult(run_path, text, table, cells, sha, incomplete)
     _device_defaults(n, config)
     counts = Counter(s for _, s in t.statuses)
     told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
@@ -219,15 +219,14 @@ def _shard_gap(files) -> str:
     return ""
 
 
-def _take_run(path: str, out: Path) -> tuple[str, tuple[ResultTable, tuple[Mapping[str, str], ...]]]:
-    """--run PATH copied to DIR/run.csv; and its table and cells, read once, as DIR/run.csv's."""
-    from perfci.files import read_input_text
-    from perfci.results import read_results_cells
+def _take_run(path: str, out: Path) -> tuple[str, tuple[str, ResultTable, tuple[Mapping[str, str], ...]]]:
+    """--run PATH copied to DIR/run.csv; and its text, table and cells, read once, as DIR/run.csv's."""
+    from perfci.results import read_results_text
 
-    table, cells = read_results_cells(path)  # refuse a bad file before anything is written
+    text, table, cells = read_results_text(path)  # refuse a bad file before anything is written
     if Path(path).resolve() != out.resolve():
-        atomic_write_text(out, read_input_text(path, "results CSV"))
-    return f"--run {path}", (replace(table, path=str(out)), cells)
+        atomic_write_text(out, text)
+    return f"--run {path}", (text, replace(table, path=str(out)), cells)
 
 
 def _measure(n: Night, where: Path) -> str:
@@ -260,8 +259,9 @@ def _run_bench(n: Night, where: Path) -> str:
     return f"--bench {cfg.bench!r}"
 
 
-def _fill_sha(path: Path, table: ResultTable, cells, sha: str) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
-    """DIR/run.csv rewritten with ``sha`` in every row's git_sha; its table and cells as they now read."""
+def _fill_sha(path: Path, table: ResultTable, cells: tuple[Mapping[str, str], ...], sha: str
+              ) -> tuple[str, ResultTable, tuple[Mapping[str, str], ...]]:
+    """DIR/run.csv rewritten with ``sha`` in every row's git_sha; its text, table and cells as they now read."""
     header = list(cells[0].keys())
     if "git_sha" not in header:
         header.append("git_sha")
@@ -270,5 +270,6 @@ def _fill_sha(path: Path, table: ResultTable, cells, sha: str) -> tuple[ResultTa
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
     writer.writeheader()
     writer.writerows(filled)
-    atomic_write_text(path, buf.getvalue())
-    return replace(table, rows=tuple(replace(r, git_sha=sys.intern(sha)) for r in table.rows)), filled
+    text = buf.getvalue()
+    atomic_write_text(path, text)
+    return text, replace(table, rows=tuple(replace(r, git_sha=sys.intern(sha)) for r in table.rows)), filled

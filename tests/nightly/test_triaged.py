@@ -10,7 +10,7 @@ from perfci.history.triage import TriageRecord, TriageState
 from perfci.nightly import core, render, stages, triaged
 from perfci.nightly.core import Confirmed, Judged, Outcome, Stage
 from perfci.nightly.state import Night, NightConfig, TonightResult
-from perfci.results import read_results_cells
+from perfci.results import read_results_text
 from tests.history.synth import write_night
 
 A = ("gemv", "1x8x16", "fp32")
@@ -92,8 +92,7 @@ def test_issue_md_carries_a_marker_the_triage_workflow_reads():
 
 
 def tonight(path: Path) -> TonightResult:
-    table, cells = read_results_cells(path)
-    return TonightResult(path, table, cells, sha="")
+    return TonightResult(path, *read_results_text(path), sha="")
 
 
 def test_the_baseline_stage_reads_the_stores_records_and_a_corrupt_one_is_bad_input(tmp_path):
