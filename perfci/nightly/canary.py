@@ -90,7 +90,7 @@ def canary(n: Night) -> tuple[str, str]:
     if pct is None:
         why = "--no-canary" if n.cfg.canary_off else "off on a CPU night (--canary PCT measures one)"
         return core.SKIPPED, why
-    if n.where is None:
+    if n.project.where is None:
         return core.SKIPPED, "no project root"
     method = CPU if _arch(n) == "cpu" else GPU
     from perfci.model import CaseSpec
@@ -160,7 +160,7 @@ def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Se
     specs = {"base": twin, "cur": plant}
     session = Session([], {}, None)
     failures: dict[str, str] = {}
-    with CaseRunner(options, n.where) as runner:
+    with CaseRunner(options, n.project.where) as runner:
         device = runner.resolve_device(method.device)
         fast = device == "cuda"
         runner.options = replace(options, device=device, warmup_min_s=0.1 if fast else 0.05,

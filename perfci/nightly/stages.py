@@ -45,9 +45,9 @@ def checkout_lock(n: Night) -> ContextManager[None]:
     checkout (two suites side by side, a Slurm verdict job per suite) would fail
     one confirm or bisect as bad input. They wait for each other instead.
     """
-    return git.common_dir_lock(n.repo_root, CHECKOUT_LOCK,
+    return git.common_dir_lock(n.project.repo_root, CHECKOUT_LOCK,
                                f"perfci nightly: waiting for another perfci nightly's confirm or bisect "
-                               f"in {n.repo_root}")
+                               f"in {n.project.repo_root}")
 
 
 # --------------------------------------------------------------------------- 2. baseline (compare)
@@ -208,10 +208,10 @@ def confirm(n: Night) -> tuple[str, str]:
     n.confirmation = Confirmation(flagged)
     if not flagged:
         return core.SKIPPED, "nothing to confirm: compare called no case regressed or inconclusive"
-    if n.repo_root is None:
+    if n.project.repo_root is None:
         return core.SKIPPED, f"--repo {n.cfg.repo} is not a git repository"
-    problem = core.good_sha_problem(j.good_sha, t.sha, git.commit_known(n.repo_root, j.good_sha),
-                                    git.commit_known(n.repo_root, t.sha))
+    problem = core.good_sha_problem(j.good_sha, t.sha, git.commit_known(n.project.repo_root, j.good_sha),
+                                    git.commit_known(n.project.repo_root, t.sha))
     if problem:
         return core.SKIPPED, problem
     data = to_dict(j.comparison)
@@ -228,16 +228,16 @@ def confirm(n: Night) -> tuple[str, str]:
     budget = _budget(n, "confirm", DEFAULT_BUDGET_S)
     # The night's share first: a --budget in --confirm-args comes later and wins.
     words = ["confirm", j.good_sha, t.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
-             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]),
+             "--format", "json", "-C", str(n.project.where), *(_build_words(n) or ["--build", ""]),
              "--budget", f"{budget:.0f}", *_timeout_words(n), *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
         from perfci.nightly.bench import argv
 
         words += ["--", *argv(n.cfg.bench, CONFIRM_CSV, n.suite, cases=flagged_path.resolve(),
-                              device=n.cfg.device, subdir=n.subdir)]
+                              device=n.cfg.device, subdir=n.project.subdir)]
     try:
         with checkout_lock(n):
-            child = run_perfci(words, n.where)
+            child = run_perfci(words, n.project.where)
     finally:
         _rebuild_checkout(n)
     expect(child, (0, 1, 3))
@@ -283,9 +283,10 @@ def _timeout_words(n: Night) -> list[str]:
 
 def _build_words(n: Night) -> list[str]:
     """``--build CMD`` for confirm and bisect, run in the project root of each worktree."""
-    if n.build is None:
+    p = n.project
+    if p.build is None:
         return []
-    return ["--build", f"cd {shlex.quote(n.subdir)} && {n.build}" if n.subdir else n.build]
+    return ["--build", f"cd {shlex.quote(p.subdir)} && {p.build}" if p.subdir else p.build]
 
 
 def _rebuild_checkout(n: Night) -> None:
@@ -298,10 +299,10 @@ def _rebuild_checkout(n: Night) -> None:
     """
     from perfci.benchcmd import run_command
 
-    if n.build is None or n.where is None:
+    if n.project.build is None or n.project.where is None:
         return
     try:
-        built = run_command(n.build, n.where)
+        built = run_command(n.project.build, n.project.where)
     except OSError as err:
         n.notes.append(f"could not build tonight's checkout again after confirm/bisect: {err}")
         return
@@ -338,10 +339,10 @@ def bisect(n: Night) -> tuple[str, str]:
     if n.cfg.bench is None and warm is not None:
         # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
         # torch import or autotuning per run. Run in the project root, where the suite is found.
-        words = [*common, "-C", str(n.where), "--suite", n.suite_word, "--device", n.cfg.device, *warm]
+        words = [*common, "-C", str(n.project.where), "--suite", n.suite_word, "--device", n.cfg.device, *warm]
         try:
             with checkout_lock(n):
-                child = run_perfci(words, n.where)
+                child = run_perfci(words, n.project.where)
         finally:
             _rebuild_checkout(n)
     else:
@@ -349,13 +350,13 @@ def bisect(n: Night) -> tuple[str, str]:
             case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
             case_file.write_text(case_json, encoding="utf-8")
             bench, results = _bisect_bench(n, case_file)
-            words = [*common, "-C", str(n.repo_root), "--csv-column", "median_us", "--csv-file", results,
+            words = [*common, "-C", str(n.project.repo_root), "--csv-column", "median_us", "--csv-file", results,
                      "--", *bench]
-            leftover = n.repo_root / results
+            leftover = n.project.repo_root / results
             there = leftover.exists()
             try:
                 with checkout_lock(n):
-                    child = run_perfci(words, n.repo_root)
+                    child = run_perfci(words, n.project.repo_root)
             finally:
                 if not there:  # the bench's results file at the last commit measured in this tree
                     leftover.unlink(missing_ok=True)
@@ -376,7 +377,8 @@ def bisect(n: Night) -> tuple[str, str]:
         return core.OK, f"{label}: no culprit ({report.get('status', '?')}: {report.get('message', '')})"
     c = report["culprit"]
     sha = str(c.get("sha", ""))
-    diffstat = str(c.get("diffstat") or "") or (git.query(n.repo_root, "show", "--stat", "--format=", sha) or "")
+    diffstat = (str(c.get("diffstat") or "")
+                or (git.query(n.project.repo_root, "show", "--stat", "--format=", sha) or ""))
     n.culprit = core.Culprit(sha, str(c.get("subject", "")), diffstat)
     return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
 
@@ -401,20 +403,20 @@ def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
     """The command bisect measures each commit with, and its results file relative to the tree's top.
 
     bisect runs it at the top of each commit's tree; perfci runs in the project
-    root (``n.subdir`` below the top), so that every commit is measured with
+    root (``n.project.subdir`` below the top), so that every commit is measured with
     its own [tool.perfci], suites and kernels.
     """
     if n.cfg.bench is not None:
         from perfci.nightly.bench import argv
 
         return argv(n.cfg.bench, BISECT_CSV, n.suite, cases=case_file, device=n.cfg.device,
-                    subdir=n.subdir), BISECT_CSV
+                    subdir=n.project.subdir), BISECT_CSV
     run = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
                        "--device", n.cfg.device, "--format", "none", *n.cfg.bench_args])
-    if not n.subdir:
+    if not n.project.subdir:
         return run, BISECT_CSV
     # One word with spaces is a shell line to bisect (perfci.benchcmd.BenchSpec.argv).
-    return [f"cd {shlex.quote(n.subdir)} && exec {shlex.join(run)}"], f"{n.subdir}/{BISECT_CSV}"
+    return [f"cd {shlex.quote(n.project.subdir)} && exec {shlex.join(run)}"], f"{n.project.subdir}/{BISECT_CSV}"
 
 
 # --------------------------------------------------------------------------- 6. history

@@ -53,6 +53,17 @@ class NightConfig:
     bench_timeout_s: float = DEFAULT_TIMEOUT_S  # --bench-timeout: a bench run past it is stopped, a failed run
 
 
+@dataclass(frozen=True)
+class Project:
+    """Where the night runs, as stage tonight finds it first: the checkout, the project root, the build."""
+
+    repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
+    where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
+    subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
+    build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
+    head: str = ""  # --repo's HEAD
+
+
 def most_common(cells: Sequence[Mapping[str, str]], column: str) -> str:
     """The value of ``column`` most rows hold ("" when none)."""
     return Counter(c.get(column, "") for c in cells).most_common(1)[0][0] if cells else ""
@@ -134,14 +145,10 @@ class Night:
 
     cfg: NightConfig
     started: float = field(default_factory=time.monotonic)  # the night's budget counts from here
-    repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
-    where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
-    subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
-    build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
+    project: Project = Project()
     store: str | None = None  # the history store in force (--history, else [tool.perfci] history / device)
     baseline_path: str | None = None  # the baseline CSV in force (--baseline, else [tool.perfci] baselines)
     profile: str | None = None  # the noise profile in force (--noise-profile, else [tool.perfci] noise_profiles)
-    head: str = ""
     suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
     suite: str = ""
     tonight: TonightResult | None = None

@@ -17,7 +17,7 @@ from perfci.files import atomic_write_text
 from perfci.model import ResultTable
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Night, TonightResult, most_common
+from perfci.nightly.state import Night, Project, TonightResult, most_common
 
 
 # --------------------------------------------------------------------------- 1. tonight
@@ -29,10 +29,10 @@ def tonight(n: Night) -> tuple[str, str]:
     cfg = n.cfg
     if not cfg.repo.is_dir():
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
-    n.repo_root = git.toplevel(cfg.repo)
-    n.head = (git.query(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
+    top = git.toplevel(cfg.repo)
+    n.project = Project(top, head=(git.query(top, "rev-parse", "HEAD") or "") if top else "")
     config = _project(n)
-    where = n.where
+    where = n.project.where
     assert where is not None
     if cfg.bench is not None:
         n.suite = n.suite_word = _bench_suite_name(cfg.suite)
@@ -57,10 +57,11 @@ def tonight(n: Night) -> tuple[str, str]:
     if suites and suites != {n.suite}:
         raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
     n.files.append("run.csv")
-    if {c.get("git_sha", "") for c in cells} == {""} and n.head:
-        text, table, cells = _fill_sha(run_path, table, cells, n.head)
-        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
-    sha = core.strip_dirty(most_common(cells, "git_sha")) or n.head
+    head = n.project.head
+    if {c.get("git_sha", "") for c in cells} == {""} and head:
+        text, table, cells = _fill_sha(run_path, table, cells, head)
+        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {head[:12]}")
+    sha = core.strip_dirty(most_common(cells, "git_sha")) or head
     n.tonight = t = TonightResult(run_path, text, table, cells, sha, incomplete)
     _device_defaults(n, config)
     counts = Counter(s for _, s in t.statuses)
@@ -69,7 +70,7 @@ def tonight(n: Night) -> tuple[str, str]:
 
 
 def _project(n: Night):
-    """The project configuration in force at --repo; sets the project root and the build.
+    """The project configuration in force at --repo; sets the project root and the build in ``n.project``.
 
     The root is where perfci runs, so every perfci command it starts (tonight's
     run, confirm, bisect's bench) reads the same [tool.perfci], suites and kernel
@@ -79,17 +80,17 @@ def _project(n: Night):
     """
     from perfci.config import load_config
 
-    cfg = n.cfg
+    cfg, top = n.cfg, n.project.repo_root
     config = load_config(cfg.repo)
     where = config.root
-    if n.repo_root is not None and not where.resolve().is_relative_to(n.repo_root.resolve()):
-        where = n.repo_root
-    n.where = where.resolve()
-    if n.repo_root is not None and n.where != n.repo_root.resolve():
-        n.subdir = n.where.relative_to(n.repo_root.resolve()).as_posix()
-    n.build = cfg.build if cfg.build is not None else config.build
-    if n.build is not None and not n.build.strip():
-        n.build = None  # --build '': no build, whatever the configuration says
+    if top is not None and not where.resolve().is_relative_to(top.resolve()):
+        where = top
+    where = where.resolve()
+    subdir = where.relative_to(top.resolve()).as_posix() if top is not None and where != top.resolve() else ""
+    build = cfg.build if cfg.build is not None else config.build
+    if build is not None and not build.strip():
+        build = None  # --build '': no build, whatever the configuration says
+    n.project = replace(n.project, where=where, subdir=subdir, build=build)
     return config
 
 
@@ -118,13 +119,13 @@ def _build(n: Night, where: Path) -> None:
     """The project's build in the checkout before tonight is measured; a failure is bad input."""
     from perfci.benchcmd import run_command
 
-    if n.build is None:
+    if n.project.build is None:
         return
-    built = run_command(n.build, where)
+    built = run_command(n.project.build, where)
     if not built.ok:
-        raise PerfciError(f"the build {n.build!r} failed in {where} at {n.head[:12] or 'HEAD'}: "
+        raise PerfciError(f"the build {n.project.build!r} failed in {where} at {n.project.head[:12] or 'HEAD'}: "
                           f"{built.failure_reason('build')}")
-    n.notes.append(f"built with {n.build!r} in {where} ({built.seconds:.0f} s)")
+    n.notes.append(f"built with {n.project.build!r} in {where} ({built.seconds:.0f} s)")
 
 
 def _device_defaults(n: Night, config) -> None:
@@ -234,8 +235,8 @@ def _measure(n: Night, where: Path) -> str:
     words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
              "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
     env = dict(os.environ)
-    if n.head:  # the worker reads no sha from its own directory; say which commit this is
-        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
+    if n.project.head:  # the worker reads no sha from its own directory; say which commit this is
+        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
     child = run_perfci(words, where, env)
     expect(child, (0, 1))  # 1: some case broke, which the gate reports
     if not (cfg.out / "run.csv").is_file():
@@ -250,8 +251,8 @@ def _run_bench(n: Night, where: Path) -> str:
 
     cfg = n.cfg
     env = dict(os.environ)
-    if n.head:
-        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
+    if n.project.head:
+        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
     code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env,
                    timeout_s=cfg.bench_timeout_s)
     if code not in (0, 1):  # 1: a benchmark failed (pytest), which the gate reports
