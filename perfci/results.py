@@ -292,10 +292,9 @@ class _Cells:
         return tuple(out)
 
 
-def _csv_rows(path: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str | None]]]]:
+def _csv_rows(path: str, text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str | None]]]]:
     """The header, and the rows one at a time with their line numbers (each checked for its cell
     count), so a large file is never held as a list of dicts as well as parsed."""
-    text = read_input_text(path, "CSV")
     reader = csv.DictReader(io.StringIO(text))
     try:
         header = [h.strip() for h in (reader.fieldnames or [])]
@@ -340,9 +339,16 @@ def read_results_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapp
     return _read(str(path), keep_cells=True)
 
 
-def _read(path: str, keep_cells: bool) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
+def read_results_text(path: str | os.PathLike) -> tuple[str, ResultTable, tuple[Mapping[str, str], ...]]:
+    """:func:`read_results_cells`, and the text it parsed (a BOM dropped): for a caller that keeps or
+    copies the file it validated, with one read."""
+    text = read_input_text(str(path), "CSV")
+    return (text, *_read(str(path), keep_cells=True, text=text))
+
+
+def _read(path: str, keep_cells: bool, text: str | None = None) -> tuple[ResultTable, tuple[Mapping[str, str], ...]]:
     # One pass, row by row: time and memory grow with the rows, and only what is asked for is kept.
-    header, rows = _csv_rows(path)
+    header, rows = _csv_rows(path, read_input_text(path, "CSV") if text is None else text)
     if set(FLYDSL_COLUMNS) <= set(header) and "kernel" not in header:
         parse, fmt = _flydsl_row, "flydsl"
     else:

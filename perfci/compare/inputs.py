@@ -17,31 +17,44 @@ import os
 import re
 import statistics
 from pathlib import Path
+from typing import Mapping
 
 from perfci.compare.calibration import check_profile
 from perfci.compare.noise import BUILTIN_PROFILES, NoiseProfile, profile_from_dict
 from perfci.errors import PerfciError
 from perfci.files import read_input_text
 from perfci.model import ResultRow, ResultTable
-from perfci.results import MAX_DIM, TIME_RANGE_US, read_results
+from perfci.results import MAX_DIM, TIME_RANGE_US, read_results, read_results_cells
 
 _BRACKET = re.compile(r"\[.*\]$")
 
 
 def read_any(path: str | os.PathLike) -> ResultTable:
     path = str(path)
+    return read_pytest_benchmark(path) if _is_benchmark_json(path) else read_results(path)
+
+
+def read_any_cells(path: str | os.PathLike) -> tuple[ResultTable, tuple[Mapping[str, str], ...] | None]:
+    """:func:`read_any`, and a results CSV's cells as :func:`perfci.results.read_results_cells` gives them
+    (None for pytest-benchmark JSON, which has no such columns)."""
+    path = str(path)
+    if _is_benchmark_json(path):
+        return read_pytest_benchmark(path), None
+    return read_results_cells(path)
+
+
+def _is_benchmark_json(path: str) -> bool:
     p = Path(path)
     if p.suffix.lower() == ".json":
-        return read_pytest_benchmark(path)
+        return True
     if p.is_file():
         try:
             with open(p, "rb") as fh:
                 head = fh.read(64).lstrip()
         except OSError:
             head = b""
-        if head.startswith(b"{"):
-            return read_pytest_benchmark(path)
-    return read_results(path)
+        return head.startswith(b"{")
+    return False
 
 
 def read_pytest_benchmark(path: str) -> ResultTable:

@@ -29,6 +29,7 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Sequence
 
 from perfci.errors import PerfciError
 from perfci.files import atomic_write_text, is_present, read_input_text
@@ -36,7 +37,7 @@ from perfci.history import canary, triage
 from perfci.history.model import (STORE_FORMAT, STORE_SCHEMA, History, Manifest, Run, RunInfo,
                                   run_info)
 from perfci.history.triage import TriageRecord
-from perfci.results import read_results_cells
+from perfci.results import read_results_cells, read_results_text
 
 MANIFEST = "perfci-history.json"
 RUNS = "runs"
@@ -145,12 +146,17 @@ def add_runs(store: str | os.PathLike, csv_paths: list[str]) -> list[RunInfo]:
             a store (foreign, corrupt, newer schema), a run is of another device
             than the store's, or a run is already in it (or given twice).
     """
-    root = Path(store)
     staged = []
     for path in csv_paths:
-        text = read_input_text(path, "CSV")
-        table, cells = read_results_cells(path)
+        text, table, cells = read_results_text(path)
         staged.append((path, text, run_info(path, table, cells)))
+    return add_read_runs(store, staged)
+
+
+def add_read_runs(store: str | os.PathLike, staged: Sequence[tuple[str, str, RunInfo]]) -> list[RunInfo]:
+    """:func:`add_runs` of runs already read and checked: (the file each was read from, its text, its
+    identity from :func:`perfci.history.model.run_info`)."""
+    root = Path(store)
     seen: dict[str, str] = {}
     for path, _, info in staged:
         if info.run_id in seen:

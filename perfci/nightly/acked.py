@@ -29,18 +29,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from perfci.compare.comparison import CompareOptions
 from perfci.compare.noise import NoiseProfile, profile_for_arch
 from perfci.compare.pooled import PooledOptions, build_baseline, judge
 from perfci.errors import PerfciError, internal_error_line
-from perfci.history.model import run_info
-from perfci.history.store import load
+from perfci.history.model import History, run_info
 from perfci.history.triage import TriageRecord, TriageState, restart_index
 from perfci.model import ResultTable
 from perfci.nightly.triaged import NOT_JUDGED, CaseTriage, Key
-from perfci.results import read_results_cells
 
 
 @dataclass(frozen=True)
@@ -95,13 +93,13 @@ def not_judged(triage: Sequence[CaseTriage], why: str) -> tuple[CaseTriage, ...]
 # --------------------------------------------------------------------------- the IO edge
 
 
-def judge_acknowledged(store: str, run_path: str, triage: Sequence[CaseTriage], profile: NoiseProfile | None,
+def judge_acknowledged(history: History, run_path: str, table: ResultTable, cells: Sequence[Mapping[str, str]],
+                       triage: Sequence[CaseTriage], profile: NoiseProfile | None,
                        pool_nights: int) -> tuple[CaseTriage, ...]:
-    """:func:`moved_since_ack` over STORE's nights (tonight's own run left out) and the run at RUN_PATH."""
+    """:func:`moved_since_ack` over the loaded store's nights (tonight's own run left out) and tonight's
+    table, read once by the night (``run_path`` names it in messages)."""
     if not any(t.state == TriageState.ACKNOWLEDGED.value for t in triage):
         return tuple(triage)
-    history = load(store)
-    table, cells = read_results_cells(run_path)
     try:
         cur_id = run_info(run_path, table, cells).run_id
     except PerfciError:
@@ -114,7 +112,8 @@ def judge_acknowledged(store: str, run_path: str, triage: Sequence[CaseTriage], 
     return moved_since_ack(triage, nights, table, suite, sha, arch, profile or profile_for_arch(arch), pool_nights)
 
 
-def judged_or_said(store: str, run_path: str, triage: Sequence[CaseTriage], profile: NoiseProfile | None,
+def judged_or_said(load_history: Callable[[], History], run_path: str, table: ResultTable,
+                   cells: Sequence[Mapping[str, str]], triage: Sequence[CaseTriage], profile: NoiseProfile | None,
                    pool_nights: int) -> tuple[tuple[CaseTriage, ...], tuple[str, ...]]:
     """:func:`judge_acknowledged`, or, when it fails, every acknowledged case :data:`NOT_JUDGED` and a warning.
 
@@ -122,7 +121,9 @@ def judged_or_said(store: str, run_path: str, triage: Sequence[CaseTriage], prof
     moved, so the workflow still comments rather than going quiet.
     """
     try:
-        return judge_acknowledged(store, run_path, triage, profile, pool_nights), ()
+        if not any(t.state == TriageState.ACKNOWLEDGED.value for t in triage):
+            return tuple(triage), ()
+        return judge_acknowledged(load_history(), run_path, table, cells, triage, profile, pool_nights), ()
     except Exception as err:  # noqa: BLE001 - see above
         why = err.message if isinstance(err, PerfciError) else internal_error_line(err)
         return not_judged(triage, why), (f"acknowledged cases not judged against their nights since: {why}",)

@@ -34,7 +34,8 @@ from pathlib import Path
 from perfci.errors import PerfciError
 from perfci.history.canary import CanaryNight, rates, tonight_line
 from perfci.nightly import core
-from perfci.nightly.state import Night
+from perfci.nightly.loaded import loaded_store, store_triage
+from perfci.nightly.state import CanaryResult, Night
 from perfci.verdict import Verdict
 
 SUITE = "perfci-canary"  # the canary's runs in the store, apart from every suite's
@@ -72,7 +73,15 @@ def wanted_pct(n: Night) -> float | None:
         return None
     if cfg.canary is not None:
         return cfg.canary
-    return None if n.arch == "cpu" else GPU_PCT
+    return None if _arch(n) == "cpu" else GPU_PCT
+
+
+def _arch(n: Night) -> str:
+    return n.tonight.arch if n.tonight is not None else ""
+
+
+def _sha(n: Night) -> str:
+    return n.tonight.sha if n.tonight is not None else ""
 
 
 def canary(n: Night) -> tuple[str, str]:
@@ -81,9 +90,9 @@ def canary(n: Night) -> tuple[str, str]:
     if pct is None:
         why = "--no-canary" if n.cfg.canary_off else "off on a CPU night (--canary PCT measures one)"
         return core.SKIPPED, why
-    if n.where is None:
+    if n.project.where is None:
         return core.SKIPPED, "no project root"
-    method = CPU if n.arch == "cpu" else GPU
+    method = CPU if _arch(n) == "cpu" else GPU
     from perfci.model import CaseSpec
 
     twin = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": 0})
@@ -92,19 +101,17 @@ def canary(n: Night) -> tuple[str, str]:
     session = _measure(n, method, twin, plant, rule, budget)
     rows = _rows(n, session, method)
     device = (rows[0]["device_name"], rows[0]["arch"])
-    if device != (n.device_name, n.arch):
+    t = n.tonight
+    if t is None or device != (t.device_name, t.arch):
         raise PerfciError(f"this machine measures {device[0]} ({device[1]}), tonight's results are of "
-                          f"{n.device}: the canary must run where the suite runs (or --no-canary)")
+                          f"{t.device if t else '?'}: the canary must run where the suite runs (or --no-canary)")
     from perfci.results import write_results
 
     path = n.cfg.out / "canary.csv"
     write_results(path, rows)
     n.files.append("canary.csv")
-    n.canary_csv = path
     record = _record(n, pct, method, path, session, rule, judge(n, rows))
-    n.canary = record
-    earlier = _earlier(n)
-    n.canary_rates = rates([*earlier, record])
+    n.canary = CanaryResult(record, rates([*_earlier(n), record]), path)
     n.warnings.extend(warnings_for(record))
     return core.OK, f"{tonight_line(record)} ({session.seconds:.0f} s of rounds)"
 
@@ -153,7 +160,7 @@ def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Se
     specs = {"base": twin, "cur": plant}
     session = Session([], {}, None)
     failures: dict[str, str] = {}
-    with CaseRunner(options, n.where) as runner:
+    with CaseRunner(options, n.project.where) as runner:
         device = runner.resolve_device(method.device)
         fast = device == "cuda"
         runner.options = replace(options, device=device, warmup_min_s=0.1 if fast else 0.05,
@@ -206,7 +213,7 @@ def _rows(n: Night, session: Session, method: Method) -> list[dict[str, str]]:
     for side in ("base", "cur"):
         result, env = session.first[side]
         environment = Environment(**env) if env else fallback_environment(method.device)
-        environment = replace(environment, git_sha=n.sha or environment.git_sha)
+        environment = replace(environment, git_sha=_sha(n) or environment.git_sha)
         peaks = ceiling_for(environment.arch, result.spec.dtype)
         rows.append(result_to_row(result, environment, SUITE, *(peaks or (None, None))))
     return rows
@@ -226,14 +233,16 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
     """The twin against the store's earlier canary nights, and the planted build against the same."""
     from perfci.compare.comparison import CompareOptions
     from perfci.compare.inputs import read_any, read_profile
+    from perfci.compare.store import check_tonight, pooled_compare
     from perfci.compare.verdicts import compare
-    from perfci.history.store import MANIFEST, load
-    from perfci.results import write_results
+    from perfci.history.store import MANIFEST
+    from perfci.results import read_results_cells, write_results
 
     store = n.store
     if store is None or not (Path(store) / MANIFEST).is_file():
         return Judged()
-    nights = [r for r in load(store).runs if r.info.suite == SUITE]
+    history = loaded_store(n)
+    nights = [r for r in history.runs if r.info.suite == SUITE]
     if not nights:
         return Judged()
     profile = read_profile(n.profile) if n.profile else None
@@ -244,14 +253,14 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
             path = Path(tmp) / f"{name}.csv"
             write_results(path, [row])
             if len(nights) >= 2:
-                from perfci.compare.store import pooled_comparison
-
-                result = pooled_comparison(store, str(path), profile, CompareOptions(), n.cfg.nights)
+                table, cells = read_results_cells(path)
+                check_tonight(history, table, cells)  # before the triage records, as the CLI's compare
+                result = pooled_compare(history, table, cells, store_triage(n), profile, CompareOptions(),
+                                        n.cfg.nights)
             else:
-                last = Path(store) / "runs" / f"{nights[-1].info.run_id}.csv"
                 # as the suite's cases against one night (stages.baseline)
                 within = CompareOptions(unchanged_within_pct=core.ONE_NIGHT_UNCHANGED_WITHIN_PCT)
-                result = compare(read_any(last), read_any(path), profile, within)
+                result = compare(nights[-1].table, read_any(path), profile, within)
             case = next((c for c in result.cases if c.key == (twin["kernel"], twin["shape"], twin["dtype"])),
                         None)
             out[name] = ("", None, None, None) if case is None else (
@@ -271,12 +280,14 @@ def _record(n: Night, pct: float, method: Method, path: Path, session: Session, 
 
     table, cells = read_results_cells(path)
     info = run_info(str(path), table, cells)
+    t = n.tonight
+    assert t is not None  # the stage runs after tonight's
     truth = analyze_case(session.rounds, rule.min_effect_pct, 0.95)
     conf = session.look.confirmation if session.look is not None else None
     paired = conf.cases[0] if conf is not None and conf.cases else None
     block_k = (CPU_BLOCKS if method.device == "cpu" else GPU_BLOCKS)[2]
     return CanaryNight(
-        run_id=info.run_id, timestamp=info.timestamp, sha=n.sha, device_name=n.device_name, arch=n.arch,
+        run_id=info.run_id, timestamp=info.timestamp, sha=_sha(n), device_name=t.device_name, arch=t.arch,
         suite=n.suite, plant_pct=pct, planted_pct=planted_pct(method.k, block_k, pct),
         shape=f"{method.m}x{method.n}x{method.k}", dtype=method.dtype,
         truth_ratio=truth.ratio, truth_low=truth.ci_low, truth_high=truth.ci_high, baseline=judged.baseline,

@@ -114,7 +114,7 @@ def _compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baselin
     try:
         from perfci.compile import ratchet
 
-        data = ratchet.run(night.suite_word or cfg.suite, baseline, night.repo_root or os.getcwd())
+        data = ratchet.run(night.suite_word or cfg.suite, baseline, night.project.repo_root or os.getcwd())
         rows = ratchet.behind(data, [(c.key, c.verdict) for c in outcome.cases or ()], outcome.arch)
         section = ratchet.markdown(data, rows)
         record = {"baseline": baseline, "exit_code": data["exit_code"], "failing": data.get("failing", 0),

@@ -1,7 +1,9 @@
 """Stages 2-7 of a night: judge, gate, confirm, bisect, record, plot.
 
-A stage is ``stage(night) -> (status, detail)`` over the mutable
-:class:`~perfci.nightly.state.Night` it fills in; :mod:`perfci.nightly.night`
+A stage is ``stage(night) -> (status, detail)``: it takes what the earlier
+stages produced (tonight's results as read once, the history store as loaded
+once, compare's :class:`~perfci.nightly.state.Judgement`) and sets its own
+typed result on the :class:`~perfci.nightly.state.Night`; :mod:`perfci.nightly.night`
 runs them in order and turns what they raise into a failed stage
 (``PerfciError``: bad input; anything else: an internal error). What the
 results mean is decided in :mod:`perfci.nightly.core`.
@@ -9,25 +11,25 @@ results mean is decided in :mod:`perfci.nightly.core`.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import shlex
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
-from typing import ContextManager, Sequence
+from typing import ContextManager, Mapping, Sequence
 
 from perfci import git
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
-from perfci.files import atomic_write_text, read_input_text
-from perfci.history.store import load_triage
+from perfci.files import atomic_write_text
+from perfci.history.model import Run
+from perfci.model import ResultTable
 from perfci.nightly import acked, core, toolchain, triaged
-from perfci.results import read_results_cells
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
-from perfci.nightly.state import Night
+from perfci.nightly.loaded import loaded_store, store_triage, with_run
+from perfci.nightly.state import Confirmation, Judgement, Night, TonightResult
 from perfci.verdict import FLAGGED_SUITE_WIDE, Verdict, no_common_case
 
 BISECT_CSV = "perfci-nightly-bisect.csv"  # the bench's results file, relative to each commit's tree
@@ -43,9 +45,9 @@ def checkout_lock(n: Night) -> ContextManager[None]:
     checkout (two suites side by side, a Slurm verdict job per suite) would fail
     one confirm or bisect as bad input. They wait for each other instead.
     """
-    return git.common_dir_lock(n.repo_root, CHECKOUT_LOCK,
+    return git.common_dir_lock(n.project.repo_root, CHECKOUT_LOCK,
                                f"perfci nightly: waiting for another perfci nightly's confirm or bisect "
-                               f"in {n.repo_root}")
+                               f"in {n.project.repo_root}")
 
 
 # --------------------------------------------------------------------------- 2. baseline (compare)
@@ -54,66 +56,78 @@ def checkout_lock(n: Night) -> ContextManager[None]:
 def baseline(n: Night) -> tuple[str, str]:
     from perfci.compare.comparison import CompareOptions
     from perfci.compare.identity import with_identity
-    from perfci.compare.inputs import check_same_device, read_any, read_profile
+    from perfci.compare.inputs import check_same_device, read_any_cells, read_profile
+    from perfci.compare.store import pooled_compare
     from perfci.compare.verdicts import compare
 
-    cfg = n.cfg
+    cfg, t = n.cfg, _tonight(n)
     profile = read_profile(n.profile) if n.profile else None
-    nights = _store_nights(n)
+    nights = _store_nights(n, t)
     plan = core.baseline_plan(len(nights), n.baseline_path is not None)
     if plan == "first":
-        n.first_night = True
-        n.baseline = "nothing (first night)"
-        return core.OK, f"first night on {n.device}: no history night of suite {n.suite} and no --baseline"
+        n.judged = Judgement("nothing (first night)", first_night=True)
+        return core.OK, f"first night on {t.device}: no history night of suite {n.suite} and no --baseline"
     if plan == "pooled":
-        from perfci.compare.store import pooled_comparison
-
-        result = pooled_comparison(n.store, str(n.run_path), profile, CompareOptions(), cfg.nights)
-        result = with_identity(result, None, read_any(n.run_path))
-        n.baseline = f"history {n.store}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
-        n.good_sha = core.strip_dirty(nights[-1].info.git_sha)
+        history = loaded_store(n)
+        result = pooled_compare(history, t.table, t.cells, store_triage(n), profile, CompareOptions(), cfg.nights)
+        result = with_identity(result, None, t.table)
+        words = f"history {n.store}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
+        good_sha = core.strip_dirty(nights[-1].info.git_sha)
+        newest, newest_env = nights[-1].table, toolchain.of_run(nights[-1].info)
     else:
-        path = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
-        base, cur = read_any(path), read_any(n.run_path)
-        check_same_device(base, cur)
+        if plan == "csv":
+            path = n.baseline_path or ""
+            newest, cells = read_any_cells(path)  # cells None: pytest-benchmark JSON, no commit nor toolchain
+            good_sha = _most_common_set(cells or (), "git_sha")
+            newest_env = toolchain.environment(cells) if cells is not None else None
+        else:
+            path = str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
+            newest, good_sha, newest_env = nights[-1].table, nights[-1].info.git_sha, toolchain.of_run(nights[-1].info)
+        check_same_device(newest, t.table)
         # Against the store's one night, as the pooled compare from two on: `unchanged` only within
         # ±1%, the rest inside the floor goes to confirm (docs/compare.md, Which rule each command uses).
         options = CompareOptions(unchanged_within_pct=core.ONE_NIGHT_UNCHANGED_WITHIN_PCT) if plan == "night" \
             else None
-        result = with_identity(compare(base, cur, profile, options), base, cur)
-        n.baseline = (f"--baseline {path}" if plan == "csv" else
-                      f"history {n.store}: its one night {nights[-1].info.run_id}")
-        n.good_sha = core.strip_dirty(_column(path, "git_sha"))
-    newest = n.baseline_path if plan == "csv" else str(Path(n.store or "") / "runs" / f"{nights[-1].info.run_id}.csv")
-    try:  # a report line only: a baseline whose columns cannot be read says nothing here
-        n.toolchain = toolchain.moved(toolchain.environment(read_results_cells(newest)[1]),
-                                      toolchain.environment(read_results_cells(n.run_path)[1]))
-    except PerfciError:
-        n.toolchain = ()
-    result = _explained(n, result, newest)
+        result = with_identity(compare(newest, t.table, profile, options), newest, t.table)
+        words = (f"--baseline {path}" if plan == "csv" else
+                 f"history {n.store}: its one night {nights[-1].info.run_id}")
+        good_sha = core.strip_dirty(good_sha)
+    # a report line only: a baseline whose columns cannot be read says nothing here
+    moved = () if newest_env is None else toolchain.moved(newest_env, toolchain.environment(t.cells))
+    result = _explained(n, result, newest, t)
+    n.judged = Judgement(words, good_sha=good_sha, toolchain=moved)  # what the reports say when nothing matched
     if no_common_case(result.cases):
-        raise PerfciError(f"{n.baseline} and tonight's run have no case in common (key: kernel, shape, dtype): "
+        raise PerfciError(f"{words} and tonight's run have no case in common (key: kernel, shape, dtype): "
                           f"nothing was compared; wrong baseline, or were the kernels renamed?")
-    n.comparison = result
-    n.cases = tuple(_judged(c) for c in result.cases)
-    if nights:  # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
-        n.triage = triaged.case_triage(load_triage(n.store), [c.key for c in n.cases], n.suite)
-        n.triage, said = acked.judged_or_said(n.store, str(n.run_path), n.triage, profile, cfg.nights)
+    cases = tuple(_judged(c) for c in result.cases)
+    # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
+    case_triage = triaged.case_triage(store_triage(n), [c.key for c in cases], n.suite) if nights else ()
+    if nights:  # acknowledged cases judged again, against their nights since the acknowledgement
+        case_triage, said = acked.judged_or_said(lambda: loaded_store(n), str(t.path), t.table, t.cells,
+                                                 case_triage, profile, cfg.nights)
         n.warnings.extend(said)
+    n.judged = Judgement(words, good_sha=good_sha, comparison=result, cases=cases, toolchain=moved,
+                         triage=tuple(case_triage))
     _write_compare(n, result)
-    counts = Counter(c.verdict for c in n.cases)
+    counts = Counter(c.verdict for c in cases)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
-    return core.OK, f"against {n.baseline}: {told}"
+    return core.OK, f"against {words}: {told}"
 
 
-def _explained(n: Night, result, newest: str):
+def _tonight(n: Night) -> TonightResult:
+    """Tonight's results, as stage tonight read them (every later stage needs that one)."""
+    if n.tonight is None:
+        raise RuntimeError("tonight's results were not read")
+    return n.tonight
+
+
+def _explained(n: Night, result, newest: ResultTable, t: TonightResult):
     """compare --explain's side-by-side of every regressed / improved case (a pooled baseline read from its
     newest night). A report step: when it cannot be made, the verdicts stand without it and say so."""
     from perfci.compare.explain import with_explain
-    from perfci.compare.inputs import read_any
 
     try:
-        return with_explain(result, read_any(newest), read_any(n.run_path))
+        return with_explain(result, newest, t.table)
     except Exception as err:  # noqa: BLE001 - an explanation is never worth the night's verdict
         n.warnings.append(f"compare --explain not added to the reports: {_why(err)}")
         return result
@@ -123,11 +137,9 @@ def _why(err: BaseException) -> str:
     return err.message if isinstance(err, PerfciError) else internal_error_line(err)
 
 
-def _store_nights(n: Night) -> list:
+def _store_nights(n: Night, t: TonightResult) -> list[Run]:
     """This suite's runs in the store, oldest first, tonight's own left out."""
-    from perfci.history.model import run_info
-    from perfci.history.store import MANIFEST, load
-    from perfci.results import read_results_cells
+    from perfci.history.store import MANIFEST
 
     store = n.store
     if store is None:
@@ -136,22 +148,18 @@ def _store_nights(n: Night) -> list:
     if not root.exists() or (root.is_dir() and not (root / MANIFEST).exists()
                              and not any(not p.name.startswith(".") for p in root.iterdir())):
         return []
-    history = load(store)
+    history = loaded_store(n)
     m = history.manifest
-    if (m.device_name, m.arch) != (n.device_name, n.arch):
-        raise PerfciError(f"tonight's run is of {n.device} but {store} holds runs of {m.device_name} ({m.arch}): "
+    if (m.device_name, m.arch) != (t.device_name, t.arch):
+        raise PerfciError(f"tonight's run is of {t.device} but {store} holds runs of {m.device_name} ({m.arch}): "
                           f"a different device is not a regression; keep one store per device")
-    table, cells = read_results_cells(n.run_path)
-    mine = run_info(str(n.run_path), table, cells).run_id
+    mine = t.run_id
     return [r for r in history.runs if r.info.suite == n.suite and r.info.run_id != mine]
 
 
-def _column(path: str, column: str) -> str:
-    try:
-        values = [row.get(column) or "" for row in csv.DictReader(io.StringIO(read_input_text(path, "results")))]
-    except (PerfciError, csv.Error):
-        return ""
-    values = [v.strip() for v in values if v and v.strip()]
+def _most_common_set(cells: Sequence[Mapping[str, str]], column: str) -> str:
+    """The value of ``column`` most rows hold, among those that hold one ("" when none does)."""
+    values = [v for v in (str(c.get(column) or "").strip() for c in cells) if v]
     return Counter(values).most_common(1)[0][0] if values else ""
 
 
@@ -186,7 +194,8 @@ def _write_compare(n: Night, result) -> None:
 
 
 def gate(n: Night) -> tuple[str, str]:
-    g = core.gate(n.tonight, n.cases, n.cfg.allow_missing, n.incomplete)
+    t = _tonight(n)
+    g = core.gate(t.statuses, n.judged.cases if n.judged else None, n.cfg.allow_missing, t.incomplete)
     return core.OK, ("red: " + "; ".join(g.reasons())) if g.red else "no broken, missing or unmeasured case"
 
 
@@ -196,19 +205,21 @@ def gate(n: Night) -> tuple[str, str]:
 def confirm(n: Night) -> tuple[str, str]:
     from perfci.compare.render import to_dict
 
-    if n.first_night or n.comparison is None:
+    j, t = n.judged, _tonight(n)
+    if j is None or j.first_night or j.comparison is None or j.cases is None:
         return core.SKIPPED, "nothing was judged"
-    n.flagged = core.flagged(n.cases, n.comparison.suite.verdict)
-    if not n.flagged:
+    flagged = core.flagged(j.cases, j.comparison.suite.verdict)
+    n.confirmation = Confirmation(flagged)
+    if not flagged:
         return core.SKIPPED, "nothing to confirm: compare called no case regressed or inconclusive"
-    if n.repo_root is None:
+    if n.project.repo_root is None:
         return core.SKIPPED, f"--repo {n.cfg.repo} is not a git repository"
-    problem = core.good_sha_problem(n.good_sha, n.sha, git.commit_known(n.repo_root, n.good_sha),
-                                    git.commit_known(n.repo_root, n.sha))
+    problem = core.good_sha_problem(j.good_sha, t.sha, git.commit_known(n.project.repo_root, j.good_sha),
+                                    git.commit_known(n.project.repo_root, t.sha))
     if problem:
         return core.SKIPPED, problem
-    data = to_dict(n.comparison)
-    wanted = set(n.flagged)
+    data = to_dict(j.comparison)
+    wanted = set(flagged)
     data["cases"] = [dict(c, verdict=c["verdict"] if c["verdict"] != Verdict.UNCHANGED else FLAGGED_SUITE_WIDE)
                      for c in data["cases"] if (c["kernel"], c["shape"], c["dtype"]) in wanted]
     flagged_path = n.cfg.out / "flagged.json"
@@ -220,17 +231,17 @@ def confirm(n: Night) -> tuple[str, str]:
     # unchanged for those and regressed for the rest (benchmarks/results/h200-2026-12-01/group-prefill-and-stages).
     budget = _budget(n, "confirm", DEFAULT_BUDGET_S)
     # The night's share first: a --budget in --confirm-args comes later and wins.
-    words = ["confirm", n.good_sha, n.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
-             "--format", "json", "-C", str(n.where), *(_build_words(n) or ["--build", ""]),
+    words = ["confirm", j.good_sha, t.sha, *_confirm_source(n, flagged_path.resolve()), "--no-common-mode",
+             "--format", "json", "-C", str(n.project.where), *(_build_words(n) or ["--build", ""]),
              "--budget", f"{budget:.0f}", *_timeout_words(n), *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
         from perfci.nightly.bench import argv
 
         words += ["--", *argv(n.cfg.bench, CONFIRM_CSV, n.suite, cases=flagged_path.resolve(),
-                              device=n.cfg.device, subdir=n.subdir)]
+                              device=n.cfg.device, subdir=n.project.subdir)]
     try:
         with checkout_lock(n):
-            child = run_perfci(words, n.where)
+            child = run_perfci(words, n.project.where)
     finally:
         _rebuild_checkout(n)
     expect(child, (0, 1, 3))
@@ -238,15 +249,16 @@ def confirm(n: Night) -> tuple[str, str]:
     atomic_write_text(n.cfg.out / "confirm.json", child.stdout)
     n.files.append("confirm.json")
     try:
-        n.confirmed = tuple(core.Confirmed(c["kernel"], c["shape"], c["dtype"], c["verdict"], c.get("reason", ""),
-                                           c.get("ratio"), c.get("ci_low"), c.get("ci_high"), c.get("rounds", 0))
-                            for c in report["cases"])
-        n.confirm_suite = report["summary"]["suite"]["verdict"]
+        confirmed = tuple(core.Confirmed(c["kernel"], c["shape"], c["dtype"], c["verdict"], c.get("reason", ""),
+                                         c.get("ratio"), c.get("ci_low"), c.get("ci_high"), c.get("rounds", 0))
+                          for c in report["cases"])
+        n.confirmation = Confirmation(flagged, confirmed)  # kept when the suite's verdict is what is missing
+        n.confirmation = Confirmation(flagged, confirmed, report["summary"]["suite"]["verdict"])
     except (KeyError, TypeError) as err:
         raise ChildCrash(f"perfci confirm's JSON report lacks {err}") from None
-    counts = Counter(c.verdict for c in n.confirmed)
+    counts = Counter(c.verdict for c in confirmed)
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
-    return core.OK, (f"{n.good_sha[:12]} -> {n.sha[:12]}: {told} "
+    return core.OK, (f"{j.good_sha[:12]} -> {t.sha[:12]}: {told} "
                      f"({report['summary'].get('rounds', '?')} rounds)")
 
 
@@ -275,9 +287,10 @@ def _timeout_words(n: Night) -> list[str]:
 
 def _build_words(n: Night) -> list[str]:
     """``--build CMD`` for confirm and bisect, run in the project root of each worktree."""
-    if n.build is None:
+    p = n.project
+    if p.build is None:
         return []
-    return ["--build", f"cd {shlex.quote(n.subdir)} && {n.build}" if n.subdir else n.build]
+    return ["--build", f"cd {shlex.quote(p.subdir)} && {p.build}" if p.subdir else p.build]
 
 
 def _rebuild_checkout(n: Night) -> None:
@@ -290,10 +303,10 @@ def _rebuild_checkout(n: Night) -> None:
     """
     from perfci.benchcmd import run_command
 
-    if n.build is None or n.where is None:
+    if n.project.build is None or n.project.where is None:
         return
     try:
-        built = run_command(n.build, n.where)
+        built = run_command(n.project.build, n.project.where)
     except OSError as err:
         n.notes.append(f"could not build tonight's checkout again after confirm/bisect: {err}")
         return
@@ -306,8 +319,8 @@ def _rebuild_checkout(n: Night) -> None:
 
 
 def bisect(n: Night) -> tuple[str, str]:
-    confirmed = n.confirmed or ()
-    regressed = any(c.verdict == Verdict.REGRESSED for c in confirmed) or n.confirm_suite == Verdict.REGRESSED
+    confirmed = n.confirmation.confirmed or ()
+    regressed = any(c.verdict == Verdict.REGRESSED for c in confirmed) or n.confirmation.suite == Verdict.REGRESSED
     if not regressed:
         return core.SKIPPED, "no confirmed regression"
     if not n.cfg.bisect:
@@ -321,7 +334,8 @@ def bisect(n: Night) -> tuple[str, str]:
     atomic_write_text(n.cfg.out / "bisect-case.json", case_json)
     case = f"{kernel},{shape},{dtype}" if "," not in kernel else f"{kernel} {shape} {dtype}"
     budget = _budget(n, "bisect", 0.0)
-    common = ["bisect", n.good_sha, n.sha, "--jobs", str(n.cfg.jobs), "--format", "json", "--case", case,
+    good_sha = n.judged.good_sha if n.judged is not None else ""
+    common = ["bisect", good_sha, _tonight(n).sha, "--jobs", str(n.cfg.jobs), "--format", "json", "--case", case,
               "--total-budget", f"{budget:.0f}",
               "--plot", str((n.cfg.out / "bisect.png").resolve()), *_build_words(n),
               "--timeout", f"{n.cfg.bench_timeout_s:g}", *n.cfg.bisect_args]
@@ -329,10 +343,10 @@ def bisect(n: Night) -> tuple[str, str]:
     if n.cfg.bench is None and warm is not None:
         # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
         # torch import or autotuning per run. Run in the project root, where the suite is found.
-        words = [*common, "-C", str(n.where), "--suite", n.suite_word, "--device", n.cfg.device, *warm]
+        words = [*common, "-C", str(n.project.where), "--suite", n.suite_word, "--device", n.cfg.device, *warm]
         try:
             with checkout_lock(n):
-                child = run_perfci(words, n.where)
+                child = run_perfci(words, n.project.where)
         finally:
             _rebuild_checkout(n)
     else:
@@ -340,13 +354,13 @@ def bisect(n: Night) -> tuple[str, str]:
             case_file = Path(tmp) / "case.json"  # outside the repository: bisect stashes untracked files
             case_file.write_text(case_json, encoding="utf-8")
             bench, results = _bisect_bench(n, case_file)
-            words = [*common, "-C", str(n.repo_root), "--csv-column", "median_us", "--csv-file", results,
+            words = [*common, "-C", str(n.project.repo_root), "--csv-column", "median_us", "--csv-file", results,
                      "--", *bench]
-            leftover = n.repo_root / results
+            leftover = n.project.repo_root / results
             there = leftover.exists()
             try:
                 with checkout_lock(n):
-                    child = run_perfci(words, n.repo_root)
+                    child = run_perfci(words, n.project.repo_root)
             finally:
                 if not there:  # the bench's results file at the last commit measured in this tree
                     leftover.unlink(missing_ok=True)
@@ -367,7 +381,8 @@ def bisect(n: Night) -> tuple[str, str]:
         return core.OK, f"{label}: no culprit ({report.get('status', '?')}: {report.get('message', '')})"
     c = report["culprit"]
     sha = str(c.get("sha", ""))
-    diffstat = str(c.get("diffstat") or "") or (git.query(n.repo_root, "show", "--stat", "--format=", sha) or "")
+    diffstat = (str(c.get("diffstat") or "")
+                or (git.query(n.project.repo_root, "show", "--stat", "--format=", sha) or ""))
     n.culprit = core.Culprit(sha, str(c.get("subject", "")), diffstat)
     return core.OK, f"{label}: first bad commit {sha[:12]} {n.culprit.subject!r}"
 
@@ -392,41 +407,41 @@ def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
     """The command bisect measures each commit with, and its results file relative to the tree's top.
 
     bisect runs it at the top of each commit's tree; perfci runs in the project
-    root (``n.subdir`` below the top), so that every commit is measured with
+    root (``n.project.subdir`` below the top), so that every commit is measured with
     its own [tool.perfci], suites and kernels.
     """
     if n.cfg.bench is not None:
         from perfci.nightly.bench import argv
 
         return argv(n.cfg.bench, BISECT_CSV, n.suite, cases=case_file, device=n.cfg.device,
-                    subdir=n.subdir), BISECT_CSV
+                    subdir=n.project.subdir), BISECT_CSV
     run = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
                        "--device", n.cfg.device, "--format", "none", *n.cfg.bench_args])
-    if not n.subdir:
+    if not n.project.subdir:
         return run, BISECT_CSV
     # One word with spaces is a shell line to bisect (perfci.benchcmd.BenchSpec.argv).
-    return [f"cd {shlex.quote(n.subdir)} && exec {shlex.join(run)}"], f"{n.subdir}/{BISECT_CSV}"
+    return [f"cd {shlex.quote(n.project.subdir)} && exec {shlex.join(run)}"], f"{n.project.subdir}/{BISECT_CSV}"
 
 
 # --------------------------------------------------------------------------- 6. history
 
 
 def history(n: Night) -> tuple[str, str]:
-    from perfci.history.model import run_info
-    from perfci.history.store import add_runs, run_files
-    from perfci.results import read_results_cells
+    from perfci.history.store import add_read_runs, run_files
 
     store = n.store
     if store is None:
         if n.canary is not None:
             n.warnings.append("canary not recorded: no history store (its rates need one)")
         return core.SKIPPED, "no --history store given (nor [tool.perfci] history)"
-    table, cells = read_results_cells(n.run_path)
-    run_id = run_info(str(n.run_path), table, cells).run_id
+    t = _tonight(n)
+    run_id = t.run_id
     if (Path(store) / "runs" / f"{run_id}.csv").exists():
         return core.SKIPPED, f"tonight's run is already in {store} as runs/{run_id}.csv" + _record_canary(n)
-    add_runs(store, [str(n.run_path)])
+    info = add_read_runs(store, [(str(t.path), t.text, t.info)])[0]
     n.history_appended = True
+    if n.history is not None:  # the store as loaded, and tonight's run as it now holds it
+        n.history = with_run(n.history, Run(info, replace(t.table, path=str(Path(store) / "runs" / f"{run_id}.csv"))))
     return core.OK, f"appended to {store} as runs/{run_id}.csv ({len(run_files(store))} runs)" + _record_canary(n)
 
 
@@ -434,15 +449,15 @@ def _record_canary(n: Night) -> str:
     """Tonight's canary run and its record into the store, beside the night's run; never the stage's outcome."""
     from perfci.history.store import add_canary, add_runs
 
-    if n.canary is None or n.canary_csv is None or n.store is None:
+    if n.canary is None or n.store is None:
         return ""
     try:
-        add_runs(n.store, [str(n.canary_csv)])
-        add_canary(n.store, n.canary)
+        add_runs(n.store, [str(n.canary.csv)])
+        add_canary(n.store, n.canary.night)
     except Exception as err:  # noqa: BLE001 - the canary informs; it never fails the night's record
         n.warnings.append(f"canary not recorded in {n.store}: {_why(err)}")
         return ""
-    return f"; the canary as runs/{n.canary.run_id}.csv and canary/{n.canary.run_id}.json"
+    return f"; the canary as runs/{n.canary.night.run_id}.csv and canary/{n.canary.night.run_id}.json"
 
 
 # --------------------------------------------------------------------------- 7. report (the plots)
@@ -455,16 +470,16 @@ def trends(n: Night) -> tuple[str, str]:
     failing as a whole, is one too: :data:`perfci.nightly.core.INFORMING_STAGES`).
     """
     from perfci.history.check import check
-    from perfci.history.store import MANIFEST, load
+    from perfci.history.store import MANIFEST
     from perfci.history.trends import write_trends
 
     store = n.store
-    wanted = set(n.flagged)
+    wanted = set(n.confirmation.flagged)
     if not wanted or store is None or not (Path(store) / MANIFEST).is_file():
         return core.OK, "no trend to draw"
-    hist = load(store)
+    hist = loaded_store(n)
     cases = [c for c in check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
-    drawn = write_trends(hist, cases, n.cfg.out / "trends", load_triage(store))
+    drawn = write_trends(hist, cases, n.cfg.out / "trends", store_triage(n))
     n.files.extend(f"trends/{name}" for name in drawn.written)
     n.warnings.extend(drawn.warnings.values())
     missed = f", {len(drawn.warnings)} not drawn (see the warnings)" if drawn.warnings else ""

@@ -1,17 +1,27 @@
-"""What a night knows: its configuration, and the state its stages fill in.
+"""What a night knows: its configuration, and what its stages produced.
 
-:class:`Night` is mutable while the stages run (:mod:`perfci.nightly.tonight`,
-:mod:`perfci.nightly.stages`) and is frozen into a :class:`perfci.nightly.core.Outcome`
-at the end.
+Each stage (:mod:`perfci.nightly.tonight`, :mod:`perfci.nightly.stages`,
+:mod:`perfci.nightly.canary`) sets its own typed result on :class:`Night` once
+(:class:`TonightResult`, :class:`Judgement`, :class:`Confirmation`, ...), and
+the later stages take those values rather than reading their files again; the
+whole is frozen into a :class:`perfci.nightly.core.Outcome` at the end.
 """
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
+from perfci.compare.comparison import Comparison
+from perfci.history.canary import CanaryNight, Rates
+from perfci.history.model import History, RunInfo, run_info
+from perfci.history.triage import TriageRecord
+from perfci.model import ResultTable
 from perfci.nightly import core
+from perfci.nightly.triaged import CaseTriage
 
 
 @dataclass(frozen=True)
@@ -43,60 +53,129 @@ class NightConfig:
     bench_timeout_s: float = DEFAULT_TIMEOUT_S  # --bench-timeout: a bench run past it is stopped, a failed run
 
 
-@dataclass
-class Night:
-    """What the stages found so far (mutable; frozen into a core.Outcome at the end)."""
+@dataclass(frozen=True)
+class Project:
+    """Where the night runs, as stage tonight finds it first: the checkout, the project root, the build."""
 
-    cfg: NightConfig
-    started: float = field(default_factory=time.monotonic)  # the night's budget counts from here
     repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
     where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
     subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
     build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
+    head: str = ""  # --repo's HEAD
+
+
+def most_common(cells: Sequence[Mapping[str, str]], column: str) -> str:
+    """The value of ``column`` most rows hold ("" when none)."""
+    return Counter(c.get(column, "") for c in cells).most_common(1)[0][0] if cells else ""
+
+
+@dataclass(frozen=True)
+class TonightResult:
+    """Tonight's results (DIR/run.csv), read once: the table every later stage judges, and its cells."""
+
+    path: Path
+    text: str  # as DIR/run.csv holds it: what stage history adds to the store
+    table: ResultTable
+    cells: tuple[Mapping[str, str], ...]
+    sha: str  # tonight's commit (--repo's HEAD when the run names none)
+    incomplete: str = ""  # why tonight's shards do not hold every case their run selected
+
+    @property
+    def device_name(self) -> str:
+        return most_common(self.cells, "device_name")
+
+    @property
+    def arch(self) -> str:
+        return most_common(self.cells, "arch")
+
+    @property
+    def device(self) -> str:
+        name, arch = self.device_name, self.arch
+        return f"{name} ({arch})" if name and arch else (name or arch or "?")
+
+    @property
+    def statuses(self) -> tuple[tuple[core.Key, str], ...]:
+        return tuple((r.key, r.status) for r in self.table.rows)
+
+    @property
+    def info(self) -> RunInfo:
+        """Tonight's identity in a history store (one line when its environment columns cannot make one)."""
+        return run_info(str(self.path), self.table, self.cells)
+
+    @property
+    def run_id(self) -> str:
+        return self.info.run_id
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The baseline stage's result: what tonight was judged against, and compare's verdicts."""
+
+    baseline: str  # in words
+    first_night: bool = False
+    good_sha: str = ""  # the baseline's commit: what confirm and bisect compare tonight with
+    comparison: Comparison | None = None
+    cases: tuple[core.Judged, ...] | None = None
+    toolchain: tuple[tuple[str, str, str], ...] = ()  # (what, baseline's, tonight's) of each part that moved
+    triage: tuple[CaseTriage, ...] = ()  # tonight's cases a triage record of the store names
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The confirm stage's result: the cases it was given, and its verdicts (None: it did not measure)."""
+
+    flagged: tuple[core.Key, ...] = ()
+    confirmed: tuple[core.Confirmed, ...] | None = None
+    suite: str = "n/a"  # confirm's verdict on the shift the flagged cases share
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    """The canary stage's result: tonight's canary, the detectors' rates with it, and its run's CSV."""
+
+    night: CanaryNight
+    rates: Rates
+    csv: Path
+
+
+@dataclass
+class Night:
+    """What the stages found so far: each stage's typed result, set once (frozen into a core.Outcome
+    at the end); and the history store, loaded once for every stage that reads it."""
+
+    cfg: NightConfig
+    started: float = field(default_factory=time.monotonic)  # the night's budget counts from here
+    project: Project = Project()
     store: str | None = None  # the history store in force (--history, else [tool.perfci] history / device)
     baseline_path: str | None = None  # the baseline CSV in force (--baseline, else [tool.perfci] baselines)
     profile: str | None = None  # the noise profile in force (--noise-profile, else [tool.perfci] noise_profiles)
-    head: str = ""
     suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
     suite: str = ""
-    run_path: Path | None = None
-    table: object = None  # tonight's ResultTable
-    device: str = ""
-    device_name: str = ""
-    arch: str = ""
-    sha: str = ""
-    tonight: tuple = ()
-    incomplete: str = ""
-    first_night: bool = False
-    baseline: str = ""
-    good_sha: str = ""
-    comparison: object = None  # compare's Comparison
-    cases: tuple | None = None
-    flagged: tuple = ()
-    confirmed: tuple | None = None
-    confirm_suite: str = "n/a"
+    tonight: TonightResult | None = None
+    history: History | None = None  # the store as loaded (perfci.nightly.loaded)
+    triage_records: tuple[TriageRecord, ...] | None = None  # the store's, as read (perfci.nightly.loaded)
+    judged: Judgement | None = None
+    confirmation: Confirmation = Confirmation()
     culprit: core.Culprit | None = None
     history_appended: bool = False
-    canary: object = None  # tonight's perfci.history.canary.CanaryNight
-    canary_rates: object = None  # perfci.history.canary.Rates over the store's canary nights and tonight's
-    canary_csv: Path | None = None
-    triage: tuple = ()  # perfci.nightly.triaged.CaseTriage of tonight's cases a triage record names
-    toolchain: tuple = ()  # (what, baseline's, tonight's) of each toolchain part that moved (perfci.nightly.toolchain)
+    canary: CanaryResult | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what the canary and the report met: never the verdict
     files: list[str] = field(default_factory=list)
 
     def outcome(self, stages) -> core.Outcome:
-        cmp = self.comparison
+        t, j, c = self.tonight, self.judged, self.confirmation
+        cmp = j.comparison if j is not None else None
         return core.Outcome(
-            suite=self.suite, device=self.device, arch=self.arch, sha=self.sha, good_sha=self.good_sha,
-            stages=tuple(stages), tonight=tuple(self.tonight), incomplete=self.incomplete,
-            first_night=self.first_night,
-            baseline=self.baseline, cases=self.cases,
+            suite=self.suite, device=t.device if t else "", arch=t.arch if t else "", sha=t.sha if t else "",
+            good_sha=j.good_sha if j else "", stages=tuple(stages), tonight=t.statuses if t else (),
+            incomplete=t.incomplete if t else "", first_night=j.first_night if j else False,
+            baseline=j.baseline if j else "", cases=j.cases if j else None,
             compare_suite=cmp.suite.verdict if cmp is not None else "n/a",
-            compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=tuple(self.flagged),
-            confirmed=self.confirmed, confirm_suite=self.confirm_suite, culprit=self.culprit,
+            compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=c.flagged,
+            confirmed=c.confirmed, confirm_suite=c.suite, culprit=self.culprit,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
-            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files), canary=self.canary,
-            canary_rates=self.canary_rates, warnings=tuple(self.warnings), triage=tuple(self.triage),
-            toolchain=tuple(self.toolchain))
+            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files),
+            canary=self.canary.night if self.canary else None,
+            canary_rates=self.canary.rates if self.canary else None, warnings=tuple(self.warnings),
+            triage=j.triage if j else (), toolchain=j.toolchain if j else ())

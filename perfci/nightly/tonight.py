@@ -5,30 +5,34 @@ import csv
 import glob
 import io
 import os
+import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 from perfci import git
 from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
+from perfci.model import ResultTable
 from perfci.nightly import core
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Night
+from perfci.nightly.state import Night, Project, TonightResult, most_common
 
 
 # --------------------------------------------------------------------------- 1. tonight
 
 
 def tonight(n: Night) -> tuple[str, str]:
-    from perfci.results import read_results_cells
+    from perfci.results import read_results_text
 
     cfg = n.cfg
     if not cfg.repo.is_dir():
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
-    n.repo_root = git.toplevel(cfg.repo)
-    n.head = (git.query(n.repo_root, "rev-parse", "HEAD") or "") if n.repo_root else ""
+    top = git.toplevel(cfg.repo)
+    n.project = Project(top, head=(git.query(top, "rev-parse", "HEAD") or "") if top else "")
     config = _project(n)
-    where = n.where
+    where = n.project.where
     assert where is not None
     if cfg.bench is not None:
         n.suite = n.suite_word = _bench_suite_name(cfg.suite)
@@ -37,41 +41,36 @@ def tonight(n: Night) -> tuple[str, str]:
 
         n.suite = load_suite(cfg.suite, where).name
         n.suite_word = _suite_word(cfg.suite, where)
-    n.run_path = cfg.out / "run.csv"
+    run_path = cfg.out / "run.csv"
+    incomplete, read = "", None
     if cfg.shards is not None:
-        how = _merge_shards(n, cfg.shards, n.run_path)
+        how, incomplete = _merge_shards(n, cfg.shards, run_path)
     elif cfg.run is not None:
-        how = _take_run(cfg.run, n.run_path)
+        how, read = _take_run(cfg.run, run_path)
     else:
         _build(n, where)
         how = _run_bench(n, where) if cfg.bench is not None else _measure(n, where)
-    table, cells = read_results_cells(n.run_path)
+    text, table, cells = read or read_results_text(run_path)
     if table.format != "perfci":
         raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
     suites = {c.get("suite", "") for c in cells} - {""}
     if suites and suites != {n.suite}:
         raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
-    n.table = table
     n.files.append("run.csv")
-    n.device_name = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
-    n.arch = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
-    n.device = f"{n.device_name} ({n.arch})" if n.device_name and n.arch else (n.device_name or n.arch or "?")
-    shas = {c.get("git_sha", "") for c in cells}
-    if shas == {""} and n.head:
-        _fill_sha(n.run_path, cells, n.head)
-        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {n.head[:12]}")
-        table, cells = read_results_cells(n.run_path)
-        n.table = table
-    n.sha = core.strip_dirty(Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]) or n.head
-    n.tonight = tuple((r.key, r.status) for r in table.rows)
+    head = n.project.head
+    if {c.get("git_sha", "") for c in cells} == {""} and head:
+        text, table, cells = _fill_sha(run_path, table, cells, head)
+        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {head[:12]}")
+    sha = core.strip_dirty(most_common(cells, "git_sha")) or head
+    n.tonight = t = TonightResult(run_path, text, table, cells, sha, incomplete)
     _device_defaults(n, config)
-    counts = Counter(s for _, s in n.tonight)
+    counts = Counter(s for _, s in t.statuses)
     told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
-    return core.OK, f"{how}: {len(n.tonight)} cases ({told}) on {n.device} at {n.sha[:12] or 'unknown commit'}"
+    return core.OK, f"{how}: {len(t.statuses)} cases ({told}) on {t.device} at {t.sha[:12] or 'unknown commit'}"
 
 
 def _project(n: Night):
-    """The project configuration in force at --repo; sets the project root and the build.
+    """The project configuration in force at --repo; sets the project root and the build in ``n.project``.
 
     The root is where perfci runs, so every perfci command it starts (tonight's
     run, confirm, bisect's bench) reads the same [tool.perfci], suites and kernel
@@ -81,17 +80,17 @@ def _project(n: Night):
     """
     from perfci.config import load_config
 
-    cfg = n.cfg
+    cfg, top = n.cfg, n.project.repo_root
     config = load_config(cfg.repo)
     where = config.root
-    if n.repo_root is not None and not where.resolve().is_relative_to(n.repo_root.resolve()):
-        where = n.repo_root
-    n.where = where.resolve()
-    if n.repo_root is not None and n.where != n.repo_root.resolve():
-        n.subdir = n.where.relative_to(n.repo_root.resolve()).as_posix()
-    n.build = cfg.build if cfg.build is not None else config.build
-    if n.build is not None and not n.build.strip():
-        n.build = None  # --build '': no build, whatever the configuration says
+    if top is not None and not where.resolve().is_relative_to(top.resolve()):
+        where = top
+    where = where.resolve()
+    subdir = where.relative_to(top.resolve()).as_posix() if top is not None and where != top.resolve() else ""
+    build = cfg.build if cfg.build is not None else config.build
+    if build is not None and not build.strip():
+        build = None  # --build '': no build, whatever the configuration says
+    n.project = replace(n.project, where=where, subdir=subdir, build=build)
     return config
 
 
@@ -120,13 +119,13 @@ def _build(n: Night, where: Path) -> None:
     """The project's build in the checkout before tonight is measured; a failure is bad input."""
     from perfci.benchcmd import run_command
 
-    if n.build is None:
+    if n.project.build is None:
         return
-    built = run_command(n.build, where)
+    built = run_command(n.project.build, where)
     if not built.ok:
-        raise PerfciError(f"the build {n.build!r} failed in {where} at {n.head[:12] or 'HEAD'}: "
+        raise PerfciError(f"the build {n.project.build!r} failed in {where} at {n.project.head[:12] or 'HEAD'}: "
                           f"{built.failure_reason('build')}")
-    n.notes.append(f"built with {n.build!r} in {where} ({built.seconds:.0f} s)")
+    n.notes.append(f"built with {n.project.build!r} in {where} ({built.seconds:.0f} s)")
 
 
 def _device_defaults(n: Night, config) -> None:
@@ -142,7 +141,8 @@ def _device_defaults(n: Night, config) -> None:
     from perfci.compare.inputs import read_profile
 
     cfg = n.cfg
-    label = cfg.device_label or n.arch
+    arch = n.tonight.arch if n.tonight else ""
+    label = cfg.device_label or arch
     usable = bool(label) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", label) is not None
     n.store = cfg.history
     if n.store is None and config.history is not None and usable:
@@ -156,14 +156,14 @@ def _device_defaults(n: Night, config) -> None:
             n.notes.append(f"baseline {committed} ([tool.perfci] baselines, device {label})")
     n.profile = cfg.noise_profile
     if n.profile is None:
-        chosen = config.noise_profiles.get(label) or config.noise_profiles.get(n.arch)
+        chosen = config.noise_profiles.get(label) or config.noise_profiles.get(arch)
         if chosen is not None:
             read_profile(str(chosen))  # a bad profile is bad input, before anything is judged
             n.profile = str(chosen)
             n.notes.append(f"noise profile {chosen} ([tool.perfci] noise_profiles)")
 
 
-def _merge_shards(n: Night, pattern: str, out: Path) -> str:
+def _merge_shards(n: Night, pattern: str, out: Path) -> tuple[str, str]:
     """perfci merge; shards that lack cases (a shard missing, one cut short) are merged as they are.
 
     A shard job that failed must turn the night red, not void it: its cases are
@@ -180,7 +180,7 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
                           exit_code=EXIT_REGRESSION)
     try:
         merge_files(paths, str(out))
-        return f"merged {len(paths)} shard(s) of {pattern}"
+        return f"merged {len(paths)} shard(s) of {pattern}", ""
     except PerfciError as strict:
         files = []
         for path in paths:
@@ -193,8 +193,7 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> str:
     plain = [ShardFile(table=f.table, header=f.header, cells=tuple(dict(c, shard="") for c in f.cells))
              for f in files]
     atomic_write_text(out, render_merged(merge_shards(plain)))
-    n.incomplete = gap
-    return f"merged {len(paths)} shard(s) of {pattern}, incomplete: {gap}"
+    return f"merged {len(paths)} shard(s) of {pattern}, incomplete: {gap}", gap
 
 
 def _shard_gap(files) -> str:
@@ -221,14 +220,14 @@ def _shard_gap(files) -> str:
     return ""
 
 
-def _take_run(path: str, out: Path) -> str:
-    from perfci.files import read_input_text
-    from perfci.results import read_results_cells
+def _take_run(path: str, out: Path) -> tuple[str, tuple[str, ResultTable, tuple[Mapping[str, str], ...]]]:
+    """--run PATH copied to DIR/run.csv; and its text, table and cells, read once, as DIR/run.csv's."""
+    from perfci.results import read_results_text
 
-    read_results_cells(path)  # refuse a bad file before anything is written
+    text, table, cells = read_results_text(path)  # refuse a bad file before anything is written
     if Path(path).resolve() != out.resolve():
-        atomic_write_text(out, read_input_text(path, "results CSV"))
-    return f"--run {path}"
+        atomic_write_text(out, text)
+    return f"--run {path}", (text, replace(table, path=str(out)), cells)
 
 
 def _measure(n: Night, where: Path) -> str:
@@ -236,8 +235,8 @@ def _measure(n: Night, where: Path) -> str:
     words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
              "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
     env = dict(os.environ)
-    if n.head:  # the worker reads no sha from its own directory; say which commit this is
-        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
+    if n.project.head:  # the worker reads no sha from its own directory; say which commit this is
+        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
     child = run_perfci(words, where, env)
     expect(child, (0, 1))  # 1: some case broke, which the gate reports
     if not (cfg.out / "run.csv").is_file():
@@ -252,8 +251,8 @@ def _run_bench(n: Night, where: Path) -> str:
 
     cfg = n.cfg
     env = dict(os.environ)
-    if n.head:
-        env["PERFCI_GIT_SHA"] = n.head + (git.DIRTY if git.is_dirty(where) else "")
+    if n.project.head:
+        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
     code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env,
                    timeout_s=cfg.bench_timeout_s)
     if code not in (0, 1):  # 1: a benchmark failed (pytest), which the gate reports
@@ -261,12 +260,17 @@ def _run_bench(n: Night, where: Path) -> str:
     return f"--bench {cfg.bench!r}"
 
 
-def _fill_sha(path: Path, cells, sha: str) -> None:
+def _fill_sha(path: Path, table: ResultTable, cells: tuple[Mapping[str, str], ...], sha: str
+              ) -> tuple[str, ResultTable, tuple[Mapping[str, str], ...]]:
+    """DIR/run.csv rewritten with ``sha`` in every row's git_sha; its text, table and cells as they now read."""
     header = list(cells[0].keys())
     if "git_sha" not in header:
         header.append("git_sha")
+    filled = tuple({**c, "git_sha": sha} for c in cells)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({**c, "git_sha": sha} for c in cells)
-    atomic_write_text(path, buf.getvalue())
+    writer.writerows(filled)
+    text = buf.getvalue()
+    atomic_write_text(path, text)
+    return text, replace(table, rows=tuple(replace(r, git_sha=sys.intern(sha)) for r in table.rows)), filled

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping
 
+from perfci.history.model import RunInfo
+
 COLUMNS = (("driver", "driver"), ("runtime", "runtime"), ("torch", "torch"), ("triton", "Triton"))
 
 
@@ -22,6 +24,12 @@ def environment(cells: Iterable[Mapping[str, str]]) -> dict[str, str]:
         if values:
             out[column] = Counter(values).most_common(1)[0][0]
     return out
+
+
+def of_run(info: RunInfo) -> dict[str, str]:
+    """:func:`environment` of a stored run, from its identity (its RunInfo), which holds
+    each column's one value."""
+    return {column: getattr(info, column) for column, _ in COLUMNS if getattr(info, column)}
 
 
 def moved(base: Mapping[str, str], tonight: Mapping[str, str]) -> tuple[tuple[str, str, str], ...]:

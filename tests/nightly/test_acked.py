@@ -9,7 +9,8 @@ from perfci.compare.store import pooled_comparison
 from perfci.history import store, triage
 from perfci.history.store import load_triage
 from perfci.nightly import acked, core, render, stages, triaged
-from perfci.nightly.state import Night, NightConfig
+from perfci.nightly.state import Night, NightConfig, TonightResult
+from perfci.results import read_results_cells, read_results_text
 from perfci.verdict import Verdict
 from tests.history.synth import cases, write_night
 
@@ -43,7 +44,8 @@ def acked_store(tmp: Path, upto: int, sha: str = S, when: str | None = None) -> 
 
 def since_ack(st: Path, cur: Path) -> dict:
     found = triaged.case_triage(load_triage(st), STEPPED, "decode")
-    return {t.key: t for t in acked.judge_acknowledged(str(st), str(cur), found, None, 5)}
+    table, cells = read_results_cells(str(cur))
+    return {t.key: t for t in acked.judge_acknowledged(store.load(str(st)), str(cur), table, cells, found, None, 5)}
 
 
 def moved(judged: dict) -> set:
@@ -108,8 +110,8 @@ def test_the_baseline_stage_writes_acknowledged_moved_and_a_failure_reads_as_mov
     (tmp_path / "out").mkdir()
 
     def baseline_night() -> Night:
-        n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(st)), store=str(st), run_path=cur,
-                  suite="decode", device_name="NVIDIA H200", arch="sm_90", device="NVIDIA H200 (sm_90)")
+        n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(st)), store=str(st),
+                  suite="decode", tonight=TonightResult(cur, *read_results_text(cur), sha=""))
         assert stages.baseline(n)[0] == core.OK
         return n
 
@@ -125,6 +127,6 @@ def test_the_baseline_stage_writes_acknowledged_moved_and_a_failure_reads_as_mov
 
     monkeypatch.setattr(acked, "moved_since_ack", boom)
     n = baseline_night()
-    assert {t.since_ack for t in n.triage} == {triaged.NOT_JUDGED} and len(n.warnings) == 1
+    assert {t.since_ack for t in n.judged.triage} == {triaged.NOT_JUDGED} and len(n.warnings) == 1
     assert "not judged against their nights since" in n.warnings[0]
-    assert set(triaged.acknowledged_moved(n.triage)) == set(STEPPED)
+    assert set(triaged.acknowledged_moved(n.judged.triage)) == set(STEPPED)

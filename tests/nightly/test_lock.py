@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.bisect.synth import git
 from perfci.nightly.stages import CHECKOUT_LOCK, checkout_lock
-from perfci.nightly.state import Night, NightConfig
+from perfci.nightly.state import Night, NightConfig, Project
 
 HOLD = """\
 import sys, time
@@ -27,7 +27,7 @@ lock.release()
 
 
 def night_in(root: Path, tmp_path: Path) -> Night:
-    return Night(NightConfig(suite="tiny", out=tmp_path / "out", repo=root), repo_root=root)
+    return Night(NightConfig(suite="tiny", out=tmp_path / "out", repo=root), project=Project(root))
 
 
 def test_a_second_night_waits_for_the_checkout_and_says_so(repo, tmp_path, capsys):

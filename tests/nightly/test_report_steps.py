@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from perfci.errors import PerfciError
 from perfci.history.store import add_runs
 from perfci.nightly import core, night, render
 from perfci.nightly.night import run_night
-from perfci.nightly.state import NightConfig
+from perfci.nightly.state import Confirmation, NightConfig
 from tests.nightly.conftest import make_repo
 
 HEADER = ("kernel,shape,dtype,M,N,K,median_us,repeats_us,iters,timer,status,message,weight,group,arch,"
@@ -58,10 +59,9 @@ def confirm_regressed(n):
     The real confirm measures two worktrees (tests/nightly/test_nights.py); here only what the
     report stage is handed matters.
     """
-    n.flagged = core.flagged(n.cases, n.comparison.suite.verdict)
-    n.confirmed = (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),)
-    n.confirm_suite = "n/a"
-    n.good_sha = "0" * 40
+    n.confirmation = Confirmation(core.flagged(n.judged.cases, n.judged.comparison.suite.verdict),
+                                  (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),), "n/a")
+    n.judged = replace(n.judged, good_sha="0" * 40)
     return core.OK, "1.9x"
 
 
