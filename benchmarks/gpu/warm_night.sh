@@ -7,12 +7,14 @@
 # torch.matmul at two; fp16. A plant makes the tiled GEMM walk part of K again with a zero
 # multiplier (slower, still correct).
 #
-#   MODE=bisect     eight commits, the third a +20% plant (K // 5); `perfci bisect HEAD~8 HEAD
-#                   --suite gemm --case ...` timed: the warm-worker bisect alone
-#   MODE=nights     night 1 (recorded), then two docs-only commits, each followed by a night
-#                   (unchanged nights: each night's stages and seconds)
-#   MODE=red        night 1, then eight commits whose third is a +10% plant (K // 10), night 2:
-#                   red, confirm, bisect, the culprit; the team's repository checked as before
+#   MODE=bisect     two `perfci run gemm` (each case's phases in run-*.jsonl), then eight commits, the
+#                   third a +20% plant (K // 5); `perfci bisect HEAD~8 HEAD --suite gemm --case ...`
+#                   timed: the warm-worker bisect alone
+#   MODE=nights     night 1 (recorded), then NIGHTS-1 docs-only commits (NIGHTS default 3), each
+#                   followed by a night (unchanged nights: each night's stages and seconds)
+#   MODE=red        night 1, then eight commits whose third is a plant (PLANT, default K // 10: 7 more
+#                   of the 1024-K GEMMs' 64 K-steps; K // 32: 2 more, ~+3%), night 2: red, confirm,
+#                   bisect, the culprit; the team's repository checked as before
 #   NIGHT_ARGS     more `perfci nightly` options (default: none, the workflow's defaults)
 #   BUDGET_S       the whole script's seconds (default 560)
 #
@@ -159,6 +161,9 @@ state() {
   python3 -c "import perfci, torch, triton; print('perfci', perfci.__file__, 'torch', torch.__version__, 'triton', triton.__version__)"
   case $MODE in
     bisect)
+      # where a fresh process's time goes, per case (phases in the JSON log), cold then warm caches
+      measure run-cold 120 gemm --device cuda
+      measure run-warm 120 gemm --device cuda
       eight_commits "K // 5"
       state > "$R/state-before.txt"
       s=$SECONDS; rc=0
@@ -171,12 +176,13 @@ state() {
       ;;
     nights)
       night 1
-      printf 'usage\n' >> USAGE.md; git add -A; git commit -qm "docs: usage"; night 2
-      printf 'shapes\n' >> USAGE.md; git add -A; git commit -qm "docs: shapes"; night 3
+      for ((i = 2; i <= ${NIGHTS:-3}; i++)); do
+        printf 'note %s\n' "$i" >> USAGE.md; git add -A; git commit -qm "docs: note $i"; night "$i"
+      done
       ;;
     red)
       night 1
-      eight_commits "K // 10"
+      eight_commits "${PLANT:-K // 10}"
       echo "work in progress" > USAGE.md && git stash push -q -m "team: an idea for later"
       echo "notes" > scratch.txt
       state > "$R/state-before.txt"
