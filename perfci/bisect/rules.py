@@ -221,7 +221,7 @@ def early_look(rounds: Sequence[Round], rule: SequentialRule, higher_is_better: 
     (:meth:`SequentialRule.level`). None when it is not two rounds of one run
     pair each, a run failed, or ``rule.early_share`` is 0.
     """
-    from scipy import special  # scipy is heavy: imported when a look is taken
+    from scipy import special  # lazy: scipy
 
     if rule.early_share <= 0.0 or len(rounds) != 2:
         return None
@@ -367,7 +367,7 @@ def rounds_needed(contrasts: Sequence[float], margin: float, rule: SequentialRul
     if se == 0.0:
         return len(contrasts)
     spread = se * math.sqrt(len(contrasts))
-    from scipy import special
+    from scipy import special  # lazy: scipy
 
     n = rule.min_rounds
     while n < limit:

@@ -219,7 +219,7 @@ def out_of_reach(case: CaseConfirmation, rule: StoppingRule, end: int) -> bool:
     left is short; a wide interval, or a long budget, keeps it going."""
     if case.ratio is None or case.ci_low is None or case.rounds < 2 or end <= case.rounds:
         return end <= case.rounds
-    from scipy import special
+    from scipy import special  # lazy: scipy
 
     floor = math.log1p(case.min_effect_pct / 100.0)
     now = float(special.stdtrit(case.rounds - 1, 0.5 + case.confidence / 2.0))
