@@ -6,6 +6,8 @@ import scipy.stats as ss
 from scipy import special
 
 from perfci import stats
+from perfci.bisect.rules import SequentialRule, rounds_needed
+from perfci.confirm.stopping import StoppingRule
 
 
 @pytest.mark.parametrize("n1,n2", [(7, 7), (3, 5), (10, 4), (20, 20)])
@@ -284,3 +286,100 @@ def test_median_is_numpys_median_exactly():
     assert stats.median([math.inf, -math.inf, 1.0]) == float(np.median([math.inf, -math.inf, 1.0]))
     with pytest.raises(ValueError):
         stats.median([])
+
+
+# --------------------------------------------------------------------------- alpha spending
+
+
+def test_the_open_ended_shares_telescope_to_what_is_spent_so_far():
+    for looks in (1, 2, 5, 40):
+        assert math.fsum(stats.open_share(k) for k in range(1, looks + 1)) == pytest.approx(1 - 1 / (looks + 1))
+    assert stats.open_share(3, of=0.008) == pytest.approx(0.008 / 12)
+
+
+def test_the_planned_shares_sum_to_one_falling_as_1_over_k_and_a_look_past_the_last_takes_the_last_share():
+    for looks in (1, 4, 14):
+        shares = [stats.planned_share(k, looks) for k in range(1, looks + 1)]
+        assert math.fsum(shares) == pytest.approx(1.0)
+        assert shares[0] / shares[-1] == pytest.approx(looks)
+        assert stats.planned_share(looks + 3, looks) == shares[-1]
+    # the late looks are not starved: look 13 of 14 gets 1/42 of alpha, not 1/182
+    assert 1 / stats.planned_share(13, 14) == pytest.approx(42.0, abs=0.5)
+    assert 1 / stats.open_share(13) == 182
+
+
+def test_the_looks_grow_geometrically_by_at_least_one_round_and_end_at_the_end():
+    assert list(stats.geometric_looks(5, 1.5, 100)) == [5, 8, 12, 18, 27, 41, 62, 93, 100]
+    assert list(stats.geometric_looks(3, 1.01, 7)) == [3, 4, 5, 6, 7]
+    assert list(stats.geometric_looks(20, 1.5, 20)) == [20]
+    endless = stats.geometric_looks(3, 1.25)
+    assert [next(endless) for _ in range(6)] == [3, 4, 5, 7, 9, 12]
+
+
+# What bisect's SequentialRule and confirm's StoppingRule computed before their shares and looks
+# moved to perfci.stats.spending, hard-coded from that code's output: the move changes no number.
+# bisect: (level(k) for k = 1..8, the round counts that are looks up to 60, look_index at
+# 0, 2, 3, 4, 5, 10, 30, 60). confirm: (schedule(100), n_looks, share(k) for k = 1..n_looks + 1
+# (1..9 with no end), then look_alpha and look_confidence at rounds 5, 6, 8, 30, 100).
+BISECT_DEFAULT = ((0.004, 0.0013333333333333333, 0.0006666666666666666, 0.0004, 0.0002666666666666667,
+                   0.00019047619047619048, 0.00014285714285714287, 0.00011111111111111112),
+                  (3, 4, 5, 7, 9, 12, 15, 19, 24, 30, 38, 48, 60), (0, 0, 1, 2, 3, 5, 10, 13))
+BISECT_OTHER = ((0.025, 0.008333333333333333, 0.004166666666666667, 0.0025, 0.0016666666666666668,
+                 0.0011904761904761906, 0.0008928571428571429, 0.0006944444444444445),
+                (2, 3, 5, 8, 12, 18, 27, 41), (0, 1, 2, 2, 3, 4, 7, 8))
+BISECT_ROUNDS_NEEDED = (12, 118, 2712)
+CONFIRM_OPEN = ((5, 8, 12, 18, 27, 41, 62, 93, 140), None,
+                (0.5, 0.16666666666666666, 0.08333333333333333, 0.05, 0.03333333333333333, 0.023809523809523808,
+                 0.017857142857142856, 0.013888888888888888, 0.011111111111111112),
+                (0.025, 0.008333333333333333, 0.008333333333333333, 0.0011904761904761906, 0.0005555555555555556),
+                (0.975, 0.9916666666666667, 0.9916666666666667, 0.9988095238095238, 0.9994444444444445))
+CONFIRM_PLANNED = ((5, 8, 12, 18, 27, 41, 62, 93, 100), 9,
+                   (0.3534857623790153, 0.17674288118950765, 0.11782858745967177, 0.08837144059475383,
+                    0.07069715247580306, 0.058914293729835886, 0.05049796605414504, 0.04418572029737691,
+                    0.03927619581989059, 0.03927619581989059),
+                   (0.017674288118950766, 0.008837144059475383, 0.008837144059475383, 0.0029457146864917943,
+                    0.00196380979099453),
+                   (0.9823257118810492, 0.9911628559405246, 0.9911628559405246, 0.9970542853135081,
+                    0.9980361902090055))
+CONFIRM_CAPPED = ((3, 4, 5, 7, 9, 12, 15, 19, 20), 9,
+                  (0.3534857623790153, 0.17674288118950765, 0.11782858745967177, 0.08837144059475383,
+                   0.07069715247580306, 0.058914293729835886, 0.05049796605414504, 0.04418572029737691,
+                   0.03927619581989059, 0.03927619581989059),
+                  (0.0011782858745967178, 0.0008837144059475382, 0.0007069715247580307, 0.00039276195819890595,
+                   0.00039276195819890595),
+                  (0.9941085706270164, 0.9955814279702623, 0.9964651423762099, 0.9980361902090055,
+                   0.9980361902090055))
+CONFIRM_FIXED = ((5, 10, 15, 20), 4, (0.25, 0.25, 0.25, 0.25, 0.25), (0.0125, 0.0125, 0.0125, 0.0125, 0.0125),
+                 (0.9875, 0.9875, 0.9875, 0.9875, 0.9875))
+CONFIRM_CAPPED_WIDE = ((3, 6, 12, 20), 4,
+                       (0.4800000000000001, 0.24000000000000005, 0.16, 0.12000000000000002, 0.12000000000000002),
+                       (0.0024000000000000007, 0.0024000000000000007, 0.0016, 0.0012000000000000003,
+                        0.0012000000000000003),
+                       (0.988, 0.988, 0.992, 0.994, 0.994))
+
+
+def _bisect_numbers(rule):
+    return (tuple(rule.level(k) for k in range(1, 9)), tuple(n for n in range(61) if rule.is_look(n)),
+            tuple(rule.look_index(n) for n in (0, 2, 3, 4, 5, 10, 30, 60)))
+
+
+def _confirm_numbers(rule):
+    last = rule.n_looks or 8
+    return (rule.schedule(100), rule.n_looks, tuple(rule.share(k) for k in range(1, last + 2)),
+            tuple(rule.look_alpha(r) for r in (5, 6, 8, 30, 100)),
+            tuple(rule.look_confidence(r) for r in (5, 6, 8, 30, 100)))
+
+
+def test_bisects_levels_and_looks_are_the_numbers_from_before_the_shared_schedule():
+    assert _bisect_numbers(SequentialRule()) == BISECT_DEFAULT
+    assert _bisect_numbers(SequentialRule(alpha=0.05, min_rounds=2, growth=1.5, early_share=0.0)) == BISECT_OTHER
+    assert tuple(rounds_needed([0.01, 0.03, -0.02, 0.02], margin, SequentialRule())
+                 for margin in (0.05, 0.01, 0.002)) == BISECT_ROUNDS_NEEDED
+
+
+def test_confirms_shares_and_looks_are_the_numbers_from_before_the_shared_schedule():
+    assert _confirm_numbers(StoppingRule()) == CONFIRM_OPEN
+    assert _confirm_numbers(StoppingRule().planned(5, 95)) == CONFIRM_PLANNED
+    assert _confirm_numbers(StoppingRule(min_rounds=3, max_rounds=20, growth=1.25, alpha=0.01)) == CONFIRM_CAPPED
+    assert _confirm_numbers(StoppingRule.spaced(5, 20, 4)) == CONFIRM_FIXED
+    assert _confirm_numbers(StoppingRule(min_rounds=3, max_rounds=20, growth=2.0, alpha=0.01)) == CONFIRM_CAPPED_WIDE

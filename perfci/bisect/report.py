@@ -8,6 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
 from perfci.bisect.core import BisectResult, CommitVerdict, Interval, PairCheck, StepRecord
 from perfci.escape import md_block, md_code, md_text, term_text
 from perfci.verdict import confidence_text
@@ -177,11 +179,10 @@ def plot(result: BisectResult, path: Path) -> None:
     Runs of different commits were paired in time, which a plot of values
     cannot show: the spread here is the machine's, the verdicts are the pairs'.
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for record, colour in ((result.good, "tab:green"), (result.bad, "tab:red")):

@@ -36,9 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from itertools import takewhile
 from typing import Sequence
 
-from perfci.stats import Location, trimmed_mean_interval
+from perfci.stats import Location, geometric_looks, open_share, trimmed_mean_interval
 from perfci.verdict import confidence_text
 
 # Roles in a round's runs, in the order they run; rounds alternate between the two orders.
@@ -122,7 +123,8 @@ class SequentialRule:
     """When a decision looks at its rounds, and at what level.
 
     Looks come at ``min_rounds`` and then whenever the rounds have grown by
-    ``growth`` (at least one more); look k spends ``alpha / (k (k + 1))``. A
+    ``growth`` (at least one more); look k spends ``alpha / (k (k + 1))``
+    (:mod:`perfci.stats.spending`, which confirm's looks use too). A
     decision stopped by its budget between looks takes the next look's level,
     which no earlier look spent.
     """
@@ -142,18 +144,14 @@ class SequentialRule:
 
     def look_index(self, n: int) -> int:
         """How many looks come at or before ``n`` rounds (0 before the first)."""
-        k, at = 0, self.min_rounds
-        while at <= n:
-            k += 1
-            at = max(at + 1, math.ceil(at * self.growth))
-        return k
+        return sum(1 for _ in takewhile(lambda at: at <= n, geometric_looks(self.min_rounds, self.growth)))
 
     def is_look(self, n: int) -> bool:
         return n >= self.min_rounds and self.look_index(n) != self.look_index(n - 1)
 
     def level(self, k: int) -> float:
         """The two-sided error spent at look ``k`` (1-based); the early look's share comes off the top."""
-        return self.alpha * (1.0 - self.early_share) / (k * (k + 1))
+        return open_share(k, of=self.alpha * (1.0 - self.early_share))
 
     @property
     def early_level(self) -> float:
@@ -221,7 +219,7 @@ def early_look(rounds: Sequence[Round], rule: SequentialRule, higher_is_better: 
     (:meth:`SequentialRule.level`). None when it is not two rounds of one run
     pair each, a run failed, or ``rule.early_share`` is 0.
     """
-    from scipy import special  # scipy is heavy: imported when a look is taken
+    from scipy import special  # lazy: scipy
 
     if rule.early_share <= 0.0 or len(rounds) != 2:
         return None
@@ -367,15 +365,13 @@ def rounds_needed(contrasts: Sequence[float], margin: float, rule: SequentialRul
     if se == 0.0:
         return len(contrasts)
     spread = se * math.sqrt(len(contrasts))
-    from scipy import special
+    from scipy import special  # lazy: scipy
 
-    n = rule.min_rounds
-    while n < limit:
+    for n in takewhile(lambda at: at < limit, geometric_looks(rule.min_rounds, rule.growth)):
         k = rule.look_index(n)
         g = math.floor(0.2 * n)
         df = max(1, n - 2 * g - 1)
         half = float(special.stdtrit(df, 1.0 - rule.level(max(k, 1)) / 2.0)) * spread / math.sqrt(n)
         if half < margin:
             return n
-        n = max(n + 1, math.ceil(n * rule.growth))
     return None

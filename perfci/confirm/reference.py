@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from perfci.errors import PerfciError
+from perfci.suites import make_filter
 
 Key = tuple[str, ...]
 _SHAPE = re.compile(r"([0-9]+)x([0-9]+)x([0-9]+)")
@@ -33,8 +34,6 @@ class _KeyCase:
 
 def reference_filter(expression: str) -> Callable[[object], bool]:
     """The predicate of EXPR; a malformed one is one line (exit 2)."""
-    from perfci.suites import make_filter
-
     try:
         return make_filter(expression)
     except PerfciError as err:

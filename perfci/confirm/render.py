@@ -6,6 +6,7 @@ import io
 import json
 import math
 
+from perfci.compare.explain import EXPLAINED, explain_case, explain_json
 from perfci.confirm.analysis import CaseConfirmation, Confirmation
 from perfci.escape import csv_cell, html_text, md_code, md_text, term_text
 from perfci.verdict import Verdict, confidence_text
@@ -45,8 +46,6 @@ def _case_dict(case: CaseConfirmation) -> dict:
 def _explanations(conf: Confirmation, rounds) -> dict:
     """compare --explain's reading of every regressed / improved case, from each side's first ok run
     (``--suite`` only: a bench command records no resources)."""
-    from perfci.compare.explain import EXPLAINED, explain_case
-
     base, cur = (getattr(rounds, "rows", None) or {}).get("base", {}), (getattr(rounds, "rows", None) or {}).get("cur", {})
     if not base and not cur:
         return {}
@@ -160,8 +159,6 @@ def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
                "suite": {k: _clean(v) for k, v in conf.suite.to_dict(SUITE_FIELDS).items()}}
     data = {"base": {"ref": base.ref, "sha": base.sha}, "cur": {"ref": cur.ref, "sha": cur.sha},
             "summary": summary, "cases": [_case_dict(c) for c in conf.cases]}
-    from perfci.compare.explain import explain_json
-
     explained = _explanations(conf, rounds)
     for case in data["cases"]:
         key = (case.get("kernel"), case.get("shape"), case.get("dtype"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,11 @@ from typing import Callable, Iterator, Protocol
 
 from perfci import git, gitsession
 from perfci.benchcmd import BenchSpec, Deadline, bench_once, run_command
+from perfci.config import load_config
 from perfci.confirm import DEFAULT_BUDGET_S
+from perfci.confirm.analysis import Round
 from perfci.confirm.flips import with_config_flips
+from perfci.confirm.reference import reference_keys
 from perfci.confirm.stopping import StoppingRule, look, pending
 from perfci.errors import PerfciError
 from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
@@ -98,8 +102,6 @@ class Rounds:
 
     def cases(self) -> dict[Key, list]:
         """{case: [Round(base=(its two runs, in order), cur=(its two)), ...]} for the analysis."""
-        from perfci.confirm.analysis import Round
-
         keys = list(dict.fromkeys(k for r in self.runs for _, values in r if values for k in values))
         out: dict[Key, list] = {}
         for key in keys:
@@ -169,7 +171,6 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
     See :class:`perfci.confirm.stopping.StoppingRule`. ``--reference`` is matched
     against the cases the rounds measured (with ``--suite``, as the suite declares them).
     """
-    from perfci.confirm.reference import reference_keys
     rule = StoppingRule(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha, min_effect_pct=cfg.min_effect_pct)
     specs = {c.key: c for c in cfg.suite.cases} if cfg.suite is not None else None
     plan: list[StoppingRule] = []  # the looks the budget allows, fixed at the first look
@@ -204,10 +205,6 @@ def configured_build(repo_path: Path) -> str | None:
     Each revision is built in its own worktree; a project whose root lies below
     the repository's top is built there (``cd ROOT && BUILD``).
     """
-    import shlex
-
-    from perfci.config import load_config
-
     config = load_config(repo_path)
     if config.build is None:
         return None

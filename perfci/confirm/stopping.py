@@ -23,7 +23,8 @@ interval). With no end, look ``k`` spends ``1 / (k (k + 1))``, shares that sum
 to 1 however many looks come. A budget that runs out between looks forces an
 analysis that spends the next look's share (the looks after it never happen).
 The rule before time budgets, four even looks from 5 to 20 at ``alpha / 4``
-each (Bonferroni), is :meth:`StoppingRule.fixed`.
+each (Bonferroni), is :meth:`StoppingRule.fixed`. The shares and the looks'
+schedule are :mod:`perfci.stats.spending`'s, which bisect's decisions use too.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Iterable, Iterator, Mapping, MutableMapping
 import numpy as np
 
 from perfci.confirm.analysis import MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided
+from perfci.stats import geometric_looks, open_share, planned_share
 from perfci.verdict import TESTED
 
 
@@ -95,11 +97,7 @@ class StoppingRule:
         if self.looks is not None:
             yield from self.looks
             return
-        n = self.min_rounds
-        while self.max_rounds is None or n < self.max_rounds:
-            yield n
-            n = max(n + 1, math.ceil(n * self.growth))
-        yield self.max_rounds
+        yield from geometric_looks(self.min_rounds, self.growth, self.max_rounds)
 
     def schedule(self, upto: int) -> tuple[int, ...]:
         """The looks at or before round ``upto``, and the first one after it (if any)."""
@@ -132,9 +130,7 @@ class StoppingRule:
         if self.looks is not None:
             return 1.0 / len(self.looks)
         total = self.n_looks
-        if total is None:
-            return 1.0 / (k * (k + 1))
-        return (1.0 / min(k, total)) / sum(1.0 / i for i in range(1, total + 1))
+        return open_share(k) if total is None else planned_share(k, total)
 
     def look_alpha(self, rounds: int) -> float:
         return self.alpha * self.share(self.index(rounds))
@@ -219,7 +215,7 @@ def out_of_reach(case: CaseConfirmation, rule: StoppingRule, end: int) -> bool:
     left is short; a wide interval, or a long budget, keeps it going."""
     if case.ratio is None or case.ci_low is None or case.rounds < 2 or end <= case.rounds:
         return end <= case.rounds
-    from scipy import special
+    from scipy import special  # lazy: scipy
 
     floor = math.log1p(case.min_effect_pct / 100.0)
     now = float(special.stdtrit(case.rounds - 1, 0.5 + case.confidence / 2.0))

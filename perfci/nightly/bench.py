@@ -28,8 +28,13 @@ from collections import deque
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
+from perfci.compare.inputs import read_any
 from perfci.errors import EXIT_INTERRUPTED, EXIT_USAGE, PerfciError, internal_error_line
+from perfci.files import atomic_write_text
+from perfci.measure.envinfo import collect_environment
 from perfci.procs import KILL_GRACE_S, drain, interrupt_on_sigterm, wait_group
+from perfci.results import COLUMNS, SCHEMA_VERSION, read_results_cells, render_rows_csv
+from perfci.suites import load_case_keys
 
 OUT, CASES = "{out}", "{cases}"
 CASES_ENV = "PERFCI_CASES"
@@ -102,8 +107,6 @@ def measure(command: str, cwd: Path, results: Path, suite: str, *, cases: Path |
             said = f": {tail[-1][:200]}" if tail else ""
             raise PerfciError(f"--bench: {command!r} exited {code} and wrote no results at {{out}}{said}")
         text = convert(raw, suite, keys, device)
-    from perfci.files import atomic_write_text
-
     atomic_write_text(results, text)
     return code
 
@@ -115,9 +118,6 @@ def convert(raw: Path, suite: str, keys: set[tuple[str, str, str]] | None, devic
     plugin writes ``pytest``). FlyDSL and pytest-benchmark rows carry no device,
     time or commit: this host's are filled in, as ``perfci run`` records them.
     """
-    from perfci.compare.inputs import read_any
-    from perfci.results import COLUMNS, read_results_cells, render_rows_csv
-
     table = read_any(raw)
     if table.format == "perfci":
         _, cells = read_results_cells(raw)
@@ -134,9 +134,6 @@ def convert(raw: Path, suite: str, keys: set[tuple[str, str, str]] | None, devic
 
 
 def _foreign_rows(table, suite: str, device: str) -> list[dict[str, str]]:
-    from perfci.measure.envinfo import collect_environment
-    from perfci.results import SCHEMA_VERSION
-
     env = collect_environment(_resolve_device(device))
     out = []
     for r in table.rows:
@@ -159,7 +156,7 @@ def _foreign_rows(table, suite: str, device: str) -> list[dict[str, str]]:
 def _resolve_device(device: str) -> str:
     if device in ("cuda", "cpu"):
         return device
-    import torch
+    import torch  # lazy: torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -167,8 +164,6 @@ def _resolve_device(device: str) -> str:
 def _case_keys(cases: Path | None) -> set[tuple[str, str, str]] | None:
     if cases is None:
         return None
-    from perfci.suites import load_case_keys
-
     return set(load_case_keys(str(cases)))
 
 

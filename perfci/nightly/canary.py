@@ -31,11 +31,24 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfci.compare.comparison import CompareOptions
+from perfci.compare.inputs import read_any, read_profile
+from perfci.compare.store import check_tonight, pooled_compare
+from perfci.compare.verdicts import compare
+from perfci.confirm.analysis import Round, analyze_case
+from perfci.confirm.session import round_orders
+from perfci.confirm.stopping import StoppingRule, look
 from perfci.errors import PerfciError
 from perfci.history.canary import CanaryNight, rates, tonight_line
+from perfci.history.model import run_info
+from perfci.history.store import MANIFEST, load_canaries
+from perfci.measure.runner import CaseRunner, RunOptions, fallback_environment, gpu_lock
+from perfci.model import CaseSpec, Environment
 from perfci.nightly import core
 from perfci.nightly.loaded import loaded_store, store_triage
 from perfci.nightly.state import CanaryResult, Night
+from perfci.results import read_results_cells, result_to_row, write_results
+from perfci.roofline import ceiling_for
 from perfci.verdict import Verdict
 
 SUITE = "perfci-canary"  # the canary's runs in the store, apart from every suite's
@@ -93,8 +106,6 @@ def canary(n: Night) -> tuple[str, str]:
     if n.project.where is None:
         return core.SKIPPED, "no project root"
     method = CPU if _arch(n) == "cpu" else GPU
-    from perfci.model import CaseSpec
-
     twin = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": 0})
     plant = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": _number(pct)})
     rule, budget = _rule(n)
@@ -105,8 +116,6 @@ def canary(n: Night) -> tuple[str, str]:
     if t is None or device != (t.device_name, t.arch):
         raise PerfciError(f"this machine measures {device[0]} ({device[1]}), tonight's results are of "
                           f"{t.device if t else '?'}: the canary must run where the suite runs (or --no-canary)")
-    from perfci.results import write_results
-
     path = n.cfg.out / "canary.csv"
     write_results(path, rows)
     n.files.append("canary.csv")
@@ -122,8 +131,6 @@ def canary(n: Night) -> tuple[str, str]:
 def _rule(n: Night):
     """confirm's stopping rule (its looks, --min-rounds, --max-rounds, --min-effect, --alpha from the night's
     --confirm-args), and the canary's own budget: confirm's --budget is the flagged cases' time, not its."""
-    from perfci.confirm.stopping import StoppingRule
-
     p = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     p.add_argument("--min-rounds", type=int, default=5)
     p.add_argument("--max-rounds", type=int)
@@ -150,11 +157,6 @@ class Session:
 
 
 def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Session:
-    from perfci.confirm.analysis import Round
-    from perfci.confirm.session import round_orders
-    from perfci.confirm.stopping import look
-    from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock
-
     isolation = "run" if hasattr(os, "fork") else "spawn"
     options = RunOptions(iters=method.iters, repeats=method.repeats, isolation=isolation)
     specs = {"base": twin, "cur": plant}
@@ -204,11 +206,6 @@ def _one_run(runner, spec, side: str, first: dict, failures: dict) -> float | No
 
 def _rows(n: Night, session: Session, method: Method) -> list[dict[str, str]]:
     """Each build's first run as ``perfci run`` writes a row, recorded at tonight's commit."""
-    from perfci.measure.runner import fallback_environment
-    from perfci.model import Environment
-    from perfci.results import result_to_row
-    from perfci.roofline import ceiling_for
-
     rows = []
     for side in ("base", "cur"):
         result, env = session.first[side]
@@ -231,13 +228,6 @@ class Judged:
 
 def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
     """The twin against the store's earlier canary nights, and the planted build against the same."""
-    from perfci.compare.comparison import CompareOptions
-    from perfci.compare.inputs import read_any, read_profile
-    from perfci.compare.store import check_tonight, pooled_compare
-    from perfci.compare.verdicts import compare
-    from perfci.history.store import MANIFEST
-    from perfci.results import read_results_cells, write_results
-
     store = n.store
     if store is None or not (Path(store) / MANIFEST).is_file():
         return Judged()
@@ -273,9 +263,6 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
 
 def _record(n: Night, pct: float, method: Method, path: Path, session: Session, rule, judged: Judged
             ) -> CanaryNight:
-    from perfci.confirm.analysis import analyze_case
-    from perfci.history.model import run_info
-    from perfci.results import read_results_cells
     from perfci_kernels.canary import CPU_BLOCKS, GPU_BLOCKS, planted_pct
 
     table, cells = read_results_cells(path)
@@ -302,8 +289,6 @@ def _record(n: Night, pct: float, method: Method, path: Path, session: Session, 
 
 
 def _earlier(n: Night) -> list[CanaryNight]:
-    from perfci.history.store import MANIFEST, load_canaries
-
     if n.store is None or not (Path(n.store) / MANIFEST).is_file():
         return []
     return load_canaries(n.store)

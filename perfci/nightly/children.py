@@ -13,6 +13,7 @@ signal) is a :class:`ChildCrash`: an internal error of the night, never a verdic
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,8 +123,6 @@ def expect(child: Child, codes: Iterable[int]) -> int:
 
 def parse_json(child: Child):
     """The child's stdout as JSON; a child that exited 'normally' without it crashed."""
-    import json
-
     try:
         return json.loads(child.stdout)
     except ValueError:

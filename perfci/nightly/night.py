@@ -12,6 +12,7 @@ night exits 1 whatever its report stage meets.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ import traceback
 from dataclasses import replace
 from typing import Callable, TextIO
 
+from perfci.compile import ratchet
 from perfci.errors import EXIT_REGRESSION, PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.nightly import canary, core, render, stages, tonight
@@ -107,13 +109,9 @@ def _compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baselin
                   echo: TextIO) -> tuple[str, dict, str]:
     """The compile diff beside the timing verdicts: (a section of summary.md and issue.md, ``compile`` in
     verdict.json, a warning or ""), and compile.json. Informational: the night's exit code stays."""
-    import json
-
     started = time.monotonic()
     warning = ""
     try:
-        from perfci.compile import ratchet
-
         data = ratchet.run(night.suite_word or cfg.suite, baseline, night.project.repo_root or os.getcwd())
         rows = ratchet.behind(data, [(c.key, c.verdict) for c in outcome.cases or ()], outcome.arch)
         section = ratchet.markdown(data, rows)

@@ -21,12 +21,25 @@ from pathlib import Path
 from typing import ContextManager, Mapping, Sequence
 
 from perfci import git
+from perfci.benchcmd import run_command
+# explain, render and check are called through their modules, so a function replaced where it is
+# defined (as the report-step tests replace each) is replaced here too.
+from perfci.compare import explain, render
+from perfci.compare.comparison import CompareOptions
+from perfci.compare.identity import with_identity
+from perfci.compare.inputs import check_same_device, read_any_cells, read_profile
+from perfci.compare.store import pooled_compare
+from perfci.compare.verdicts import compare
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import PerfciError, internal_error_line
 from perfci.files import atomic_write_text
+from perfci.history import check
 from perfci.history.model import Run
+from perfci.history.store import MANIFEST, add_canary, add_read_runs, add_runs, run_files
+from perfci.history.trends import write_trends
 from perfci.model import ResultTable
 from perfci.nightly import acked, core, toolchain, triaged
+from perfci.nightly.bench import argv
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
 from perfci.nightly.loaded import loaded_store, store_triage, with_run
 from perfci.nightly.state import Confirmation, Judgement, Night, TonightResult
@@ -54,12 +67,6 @@ def checkout_lock(n: Night) -> ContextManager[None]:
 
 
 def baseline(n: Night) -> tuple[str, str]:
-    from perfci.compare.comparison import CompareOptions
-    from perfci.compare.identity import with_identity
-    from perfci.compare.inputs import check_same_device, read_any_cells, read_profile
-    from perfci.compare.store import pooled_compare
-    from perfci.compare.verdicts import compare
-
     cfg, t = n.cfg, _tonight(n)
     profile = read_profile(n.profile) if n.profile else None
     nights = _store_nights(n, t)
@@ -124,10 +131,8 @@ def _tonight(n: Night) -> TonightResult:
 def _explained(n: Night, result, newest: ResultTable, t: TonightResult):
     """compare --explain's side-by-side of every regressed / improved case (a pooled baseline read from its
     newest night). A report step: when it cannot be made, the verdicts stand without it and say so."""
-    from perfci.compare.explain import with_explain
-
     try:
-        return with_explain(result, newest, t.table)
+        return explain.with_explain(result, newest, t.table)
     except Exception as err:  # noqa: BLE001 - an explanation is never worth the night's verdict
         n.warnings.append(f"compare --explain not added to the reports: {_why(err)}")
         return result
@@ -139,8 +144,6 @@ def _why(err: BaseException) -> str:
 
 def _store_nights(n: Night, t: TonightResult) -> list[Run]:
     """This suite's runs in the store, oldest first, tonight's own left out."""
-    from perfci.history.store import MANIFEST
-
     store = n.store
     if store is None:
         return []
@@ -175,16 +178,14 @@ def _judged(c) -> core.Judged:
 
 def _write_compare(n: Night, result) -> None:
     """compare.json and the forest plot: report steps, so whatever they meet is a warning."""
-    from perfci.compare.render import plot, render_json
-
     try:
-        atomic_write_text(n.cfg.out / "compare.json", render_json(result))
+        atomic_write_text(n.cfg.out / "compare.json", render.render_json(result))
         n.files.append("compare.json")
     except Exception as err:  # noqa: BLE001 - the verdicts are in verdict.json whatever this meets
         n.warnings.append(f"compare.json not written: {_why(err)}")
     if any(c.verdict != Verdict.UNCHANGED and c.ratio is not None for c in result.cases):
         try:
-            plot(result, str(n.cfg.out / "forest.png"))
+            render.plot(result, str(n.cfg.out / "forest.png"))
             n.files.append("forest.png")
         except Exception as err:  # noqa: BLE001 - a picture is never worth the night's verdict
             n.warnings.append(f"forest plot not drawn: {_why(err)}")
@@ -203,8 +204,6 @@ def gate(n: Night) -> tuple[str, str]:
 
 
 def confirm(n: Night) -> tuple[str, str]:
-    from perfci.compare.render import to_dict
-
     j, t = n.judged, _tonight(n)
     if j is None or j.first_night or j.comparison is None or j.cases is None:
         return core.SKIPPED, "nothing was judged"
@@ -218,7 +217,7 @@ def confirm(n: Night) -> tuple[str, str]:
                                     git.commit_known(n.project.repo_root, t.sha))
     if problem:
         return core.SKIPPED, problem
-    data = to_dict(j.comparison)
+    data = render.to_dict(j.comparison)
     wanted = set(flagged)
     data["cases"] = [dict(c, verdict=c["verdict"] if c["verdict"] != Verdict.UNCHANGED else FLAGGED_SUITE_WIDE)
                      for c in data["cases"] if (c["kernel"], c["shape"], c["dtype"]) in wanted]
@@ -235,8 +234,6 @@ def confirm(n: Night) -> tuple[str, str]:
              "--format", "json", "-C", str(n.project.where), *(_build_words(n) or ["--build", ""]),
              "--budget", f"{budget:.0f}", *_timeout_words(n), *n.cfg.confirm_args]
     if n.cfg.bench is not None:  # the bench command goes last, after '--'
-        from perfci.nightly.bench import argv
-
         words += ["--", *argv(n.cfg.bench, CONFIRM_CSV, n.suite, cases=flagged_path.resolve(),
                               device=n.cfg.device, subdir=n.project.subdir)]
     try:
@@ -301,8 +298,6 @@ def _rebuild_checkout(n: Night) -> None:
     ran in, which confirm then removes: either way the environment would be left
     with another revision's build. A failure here is a note, not the night's verdict.
     """
-    from perfci.benchcmd import run_command
-
     if n.project.build is None or n.project.where is None:
         return
     try:
@@ -411,8 +406,6 @@ def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
     its own [tool.perfci], suites and kernels.
     """
     if n.cfg.bench is not None:
-        from perfci.nightly.bench import argv
-
         return argv(n.cfg.bench, BISECT_CSV, n.suite, cases=case_file, device=n.cfg.device,
                     subdir=n.project.subdir), BISECT_CSV
     run = perfci_argv(["run", n.suite_word, "--cases", str(case_file), "--out", BISECT_CSV,
@@ -427,8 +420,6 @@ def _bisect_bench(n: Night, case_file: Path) -> tuple[list[str], str]:
 
 
 def history(n: Night) -> tuple[str, str]:
-    from perfci.history.store import add_read_runs, run_files
-
     store = n.store
     if store is None:
         if n.canary is not None:
@@ -447,8 +438,6 @@ def history(n: Night) -> tuple[str, str]:
 
 def _record_canary(n: Night) -> str:
     """Tonight's canary run and its record into the store, beside the night's run; never the stage's outcome."""
-    from perfci.history.store import add_canary, add_runs
-
     if n.canary is None or n.store is None:
         return ""
     try:
@@ -469,16 +458,12 @@ def trends(n: Night) -> tuple[str, str]:
     A report step: a case whose trend cannot be drawn is a warning (and this stage,
     failing as a whole, is one too: :data:`perfci.nightly.core.INFORMING_STAGES`).
     """
-    from perfci.history.check import check
-    from perfci.history.store import MANIFEST
-    from perfci.history.trends import write_trends
-
     store = n.store
     wanted = set(n.confirmation.flagged)
     if not wanted or store is None or not (Path(store) / MANIFEST).is_file():
         return core.OK, "no trend to draw"
     hist = loaded_store(n)
-    cases = [c for c in check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
+    cases = [c for c in check.check(hist).cases if c.series.key in wanted and len(c.series.points) >= 2]
     drawn = write_trends(hist, cases, n.cfg.out / "trends", store_triage(n))
     n.files.extend(f"trends/{name}" for name in drawn.written)
     n.warnings.extend(drawn.warnings.values())

@@ -5,6 +5,7 @@ import csv
 import glob
 import io
 import os
+import re
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -12,20 +13,25 @@ from pathlib import Path
 from typing import Mapping
 
 from perfci import git
+from perfci.benchcmd import run_command
+from perfci.compare.inputs import read_profile
+from perfci.config import load_config
 from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
+from perfci.merge.core import ShardFile, merge_files, merge_shards, render_merged
 from perfci.model import ResultTable
 from perfci.nightly import core
+from perfci.nightly.bench import measure
 from perfci.nightly.children import ChildCrash, expect, run_perfci
 from perfci.nightly.state import Night, Project, TonightResult, most_common
+from perfci.results import read_results_cells, read_results_text
+from perfci.suites import load_suite, suite_is_a_path
 
 
 # --------------------------------------------------------------------------- 1. tonight
 
 
 def tonight(n: Night) -> tuple[str, str]:
-    from perfci.results import read_results_text
-
     cfg = n.cfg
     if not cfg.repo.is_dir():
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
@@ -37,8 +43,6 @@ def tonight(n: Night) -> tuple[str, str]:
     if cfg.bench is not None:
         n.suite = n.suite_word = _bench_suite_name(cfg.suite)
     else:
-        from perfci.suites import load_suite
-
         n.suite = load_suite(cfg.suite, where).name
         n.suite_word = _suite_word(cfg.suite, where)
     run_path = cfg.out / "run.csv"
@@ -78,8 +82,6 @@ def _project(n: Night):
     the repository (no configuration: perfci's own checkout stands in) is
     replaced by the repository's top.
     """
-    from perfci.config import load_config
-
     cfg, top = n.cfg, n.project.repo_root
     config = load_config(cfg.repo)
     where = config.root
@@ -98,8 +100,6 @@ def _suite_word(word: str, where: Path) -> str:
     """SUITE as the children get it: a name as it is (each checkout resolves it in its own suites
     folder), a path relative to the project root when it lies inside (so a worktree reads its own
     revision's file), else absolute."""
-    from perfci.suites import suite_is_a_path
-
     if not suite_is_a_path(word):
         return word
     path = Path(word).resolve()
@@ -107,8 +107,6 @@ def _suite_word(word: str, where: Path) -> str:
 
 
 def _bench_suite_name(word: str) -> str:
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", word) or word.endswith(".toml"):
         raise PerfciError(f"SUITE {word!r}: with --bench, SUITE is the name tonight's results are recorded "
                           f"and judged under (letters, digits, _ . -), not a suite file")
@@ -117,8 +115,6 @@ def _bench_suite_name(word: str) -> str:
 
 def _build(n: Night, where: Path) -> None:
     """The project's build in the checkout before tonight is measured; a failure is bad input."""
-    from perfci.benchcmd import run_command
-
     if n.project.build is None:
         return
     built = run_command(n.project.build, where)
@@ -136,10 +132,6 @@ def _device_defaults(n: Night, config) -> None:
     baseline ``BASELINES/LABEL/SUITE.csv`` (when committed) and
     ``noise_profiles[LABEL]`` (or ``[ARCH]``).
     """
-    import re
-
-    from perfci.compare.inputs import read_profile
-
     cfg = n.cfg
     arch = n.tonight.arch if n.tonight else ""
     label = cfg.device_label or arch
@@ -170,9 +162,6 @@ def _merge_shards(n: Night, pattern: str, out: Path) -> tuple[str, str]:
     missing tonight (the gate's ``incomplete``). Everything else merge refuses
     (overlapping shards, mixed devices, commits or schemas) stays bad input.
     """
-    from perfci.merge.core import ShardFile, merge_files, merge_shards, render_merged
-    from perfci.results import read_results_cells
-
     paths = sorted(glob.glob(pattern))
     if not paths:
         # Every shard job failed, or none uploaded: nothing measured tonight, which is red (exit 1).
@@ -222,8 +211,6 @@ def _shard_gap(files) -> str:
 
 def _take_run(path: str, out: Path) -> tuple[str, tuple[str, ResultTable, tuple[Mapping[str, str], ...]]]:
     """--run PATH copied to DIR/run.csv; and its text, table and cells, read once, as DIR/run.csv's."""
-    from perfci.results import read_results_text
-
     text, table, cells = read_results_text(path)  # refuse a bad file before anything is written
     if Path(path).resolve() != out.resolve():
         atomic_write_text(out, text)
@@ -247,8 +234,6 @@ def _measure(n: Night, where: Path) -> str:
 
 def _run_bench(n: Night, where: Path) -> str:
     """``--bench CMD`` in the project root; its results become DIR/run.csv (perfci.nightly.bench)."""
-    from perfci.nightly.bench import measure
-
     cfg = n.cfg
     env = dict(os.environ)
     if n.project.head:

@@ -17,6 +17,8 @@ module says what it computes and why that estimator:
   learned from many cases, limma's empirical Bayes (the pooled compare).
 * :mod:`perfci.stats.proportion`: the Wilson interval of a proportion of a few
   nights (the canary's rates).
+* :mod:`perfci.stats.spending`: the share of alpha each look of a sequential
+  decision spends, and the looks' round counts (bisect, confirm).
 
 Callers import from here (``from perfci import stats``; ``stats.mann_whitney``).
 scipy is imported inside the functions that need it: compare imports this
@@ -32,13 +34,15 @@ from perfci.stats.proportion import wilson
 from perfci.stats.robust import (BIWEIGHT_C, HUBER_C, MAD_TO_SD, CommonMode, biweight_coefficients, common_mode,
                                  huber_coefficients, huber_fit, mad_spread, median, robust_spread,
                                  shift_design)
+from perfci.stats.spending import geometric_looks, open_share, planned_share
 from perfci.stats.two_sample import (ALTERNATIVES, EXACT_MAX_N, MWU, Shift, bootstrap_shift, hodges_lehmann,
                                      mann_whitney, min_pvalue)
 
 __all__ = [
     "ALTERNATIVES", "BIWEIGHT_C", "EXACT_MAX_N", "HUBER_C", "MAD_TO_SD", "MWU", "ONE_SAMPLE_METHODS", "CommonMode",
     "Estimate", "Location", "Shift", "benjamini_hochberg", "biweight_coefficients", "bootstrap_shift",
-    "common_mode", "hodges_lehmann", "huber_coefficients", "huber_fit", "limma_fit", "mad_spread", "mann_whitney",
-    "median", "min_pvalue", "moderated_variance", "one_sample", "robust_spread", "shift_design", "signed_rank",
-    "t_estimate", "t_interval", "trigamma_inverse", "trimmed_mean_interval", "wilson",
+    "common_mode", "geometric_looks", "hodges_lehmann", "huber_coefficients", "huber_fit", "limma_fit",
+    "mad_spread", "mann_whitney", "median", "min_pvalue", "moderated_variance", "one_sample", "open_share",
+    "planned_share", "robust_spread", "shift_design", "signed_rank", "t_estimate", "t_interval",
+    "trigamma_inverse", "trimmed_mean_interval", "wilson",
 ]
