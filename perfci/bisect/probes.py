@@ -156,7 +156,7 @@ def decide_probe(contrasts: Sequence[tuple[float, float]], rule: SequentialRule,
     either way (after ``rule.min_rounds``), and the chance of the wrong answer
     stays about ``probe_alpha`` whenever it stops. Asking only "which end?", not
     "is it different from the middle?", is what makes it cheap: on real probe
-    rounds from this project's 2-core machine under load (a run's time scattered
+    rounds from a small CPU machine under other jobs' load (a run's time scattered
     by +-12%), an 8% step took 57 rounds a probe this way and 172 for the
     sequential interval of the mean t to leave 0, at about the same error
     (``benchmarks/bisect_drift.py --probe-rules``, docs/bisect.md). A commit in

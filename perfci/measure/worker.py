@@ -459,7 +459,7 @@ def _json_default(value):
 
 def _exit_now(code: int) -> None:
     """Leave without the interpreter's teardown: with torch and triton loaded it takes
-    3-4 s of a 2-core machine's time, and everything a worker owes is written by then
+    3-4 s on a small, busy CPU machine, and everything a worker owes is written by then
     (results atomically, logs flushed here)."""
     sys.stdout.flush()
     sys.stderr.flush()
