@@ -45,8 +45,8 @@ from perfci.history.store import MANIFEST, load_canaries
 from perfci.measure.runner import CaseRunner, RunOptions, fallback_environment, gpu_lock
 from perfci.model import CaseSpec, Environment
 from perfci.nightly import core
-from perfci.nightly.loaded import loaded_store, store_triage
-from perfci.nightly.state import CanaryResult, Night
+from perfci.nightly.loaded import Store
+from perfci.nightly.state import CanaryResult, Log, NightConfig, Project, Sources, StageOutcome, TonightResult
 from perfci.results import read_results_cells, result_to_row, write_results
 from perfci.roofline import ceiling_for
 from perfci.verdict import Verdict
@@ -79,56 +79,47 @@ GPU = Method("cuda", 2048, 2048, 4096, "bf16", iters=70, repeats=7)
 CPU = Method("cpu", 16, 16, 64, "fp32", iters=3, repeats=5)
 
 
-def wanted_pct(n: Night) -> float | None:
+def wanted_pct(cfg: NightConfig, arch: str) -> float | None:
     """The plant tonight: --canary PCT, else 3% on a GPU night; none with --no-canary or on a CPU night."""
-    cfg = n.cfg
     if cfg.canary_off:
         return None
     if cfg.canary is not None:
         return cfg.canary
-    return None if _arch(n) == "cpu" else GPU_PCT
+    return None if arch == "cpu" else GPU_PCT
 
 
-def _arch(n: Night) -> str:
-    return n.tonight.arch if n.tonight is not None else ""
-
-
-def _sha(n: Night) -> str:
-    return n.tonight.sha if n.tonight is not None else ""
-
-
-def canary(n: Night) -> tuple[str, str]:
-    """Stage: measure the two builds, judge them as compare and confirm would, keep the outcome in ``n``."""
-    pct = wanted_pct(n)
+def canary(cfg: NightConfig, p: Project, t: TonightResult, sources: Sources, store: Store,
+           log: Log) -> StageOutcome[CanaryResult]:
+    """Stage: measure the two builds, judge them as compare and confirm would; its result is the outcome."""
+    pct = wanted_pct(cfg, t.arch)
     if pct is None:
-        why = "--no-canary" if n.cfg.canary_off else "off on a CPU night (--canary PCT measures one)"
-        return core.SKIPPED, why
-    if n.project.where is None:
-        return core.SKIPPED, "no project root"
-    method = CPU if _arch(n) == "cpu" else GPU
+        why = "--no-canary" if cfg.canary_off else "off on a CPU night (--canary PCT measures one)"
+        return StageOutcome(core.SKIPPED, why)
+    if p.where is None:
+        return StageOutcome(core.SKIPPED, "no project root")
+    method = CPU if t.arch == "cpu" else GPU
     twin = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": 0})
     plant = CaseSpec(KERNEL, method.m, method.n, method.k, method.dtype, {"plant_pct": _number(pct)})
-    rule, budget = _rule(n)
-    session = _measure(n, method, twin, plant, rule, budget)
-    rows = _rows(n, session, method)
+    rule, budget = _rule(cfg)
+    session = _measure(p.where, method, twin, plant, rule, budget)
+    rows = _rows(t.sha, session, method)
     device = (rows[0]["device_name"], rows[0]["arch"])
-    t = n.tonight
-    if t is None or device != (t.device_name, t.arch):
+    if device != (t.device_name, t.arch):
         raise PerfciError(f"this machine measures {device[0]} ({device[1]}), tonight's results are of "
-                          f"{t.device if t else '?'}: the canary must run where the suite runs (or --no-canary)")
-    path = n.cfg.out / "canary.csv"
+                          f"{t.device}: the canary must run where the suite runs (or --no-canary)")
+    path = cfg.out / "canary.csv"
     write_results(path, rows)
-    n.files.append("canary.csv")
-    record = _record(n, pct, method, path, session, rule, judge(n, rows))
-    n.canary = CanaryResult(record, rates([*_earlier(n), record]), path)
-    n.warnings.extend(warnings_for(record))
-    return core.OK, f"{tonight_line(record)} ({session.seconds:.0f} s of rounds)"
+    log.files.append("canary.csv")
+    record = _record(t, p.suite, pct, method, path, session, rule, judge(store, sources.profile, cfg.nights, rows))
+    result = CanaryResult(record, rates([*_earlier(store.path), record]), path)
+    log.warnings.extend(warnings_for(record))
+    return StageOutcome(core.OK, f"{tonight_line(record)} ({session.seconds:.0f} s of rounds)", result)
 
 
 # --------------------------------------------------------------------------- the rule confirm would use
 
 
-def _rule(n: Night):
+def _rule(cfg: NightConfig):
     """confirm's stopping rule (its looks, --min-rounds, --max-rounds, --min-effect, --alpha from the night's
     --confirm-args), and the canary's own budget: confirm's --budget is the flagged cases' time, not its."""
     p = argparse.ArgumentParser(add_help=False, exit_on_error=False)
@@ -137,12 +128,12 @@ def _rule(n: Night):
     p.add_argument("--min-effect", type=float, default=1.0)
     p.add_argument("--alpha", type=float, default=0.05)
     try:
-        known, _ = p.parse_known_args(list(n.cfg.confirm_args))
+        known, _ = p.parse_known_args(list(cfg.confirm_args))
         rule = StoppingRule(known.min_rounds, known.max_rounds, alpha=known.alpha,
                             min_effect_pct=known.min_effect)
     except (argparse.ArgumentError, ValueError):  # confirm says what is wrong with them, if it runs
         rule = StoppingRule()
-    return rule, n.cfg.canary_budget_s
+    return rule, cfg.canary_budget_s
 
 
 # --------------------------------------------------------------------------- measuring
@@ -156,13 +147,13 @@ class Session:
     seconds: float = 0.0
 
 
-def _measure(n: Night, method: Method, twin, plant, rule, budget_s: float) -> Session:
+def _measure(where: Path, method: Method, twin, plant, rule, budget_s: float) -> Session:
     isolation = "run" if hasattr(os, "fork") else "spawn"
     options = RunOptions(iters=method.iters, repeats=method.repeats, isolation=isolation)
     specs = {"base": twin, "cur": plant}
     session = Session([], {}, None)
     failures: dict[str, str] = {}
-    with CaseRunner(options, n.project.where) as runner:
+    with CaseRunner(options, where) as runner:
         device = runner.resolve_device(method.device)
         fast = device == "cuda"
         runner.options = replace(options, device=device, warmup_min_s=0.1 if fast else 0.05,
@@ -204,13 +195,13 @@ def _one_run(runner, spec, side: str, first: dict, failures: dict) -> float | No
     return float(result.median_us)
 
 
-def _rows(n: Night, session: Session, method: Method) -> list[dict[str, str]]:
+def _rows(sha: str, session: Session, method: Method) -> list[dict[str, str]]:
     """Each build's first run as ``perfci run`` writes a row, recorded at tonight's commit."""
     rows = []
     for side in ("base", "cur"):
         result, env = session.first[side]
         environment = Environment(**env) if env else fallback_environment(method.device)
-        environment = replace(environment, git_sha=_sha(n) or environment.git_sha)
+        environment = replace(environment, git_sha=sha or environment.git_sha)
         peaks = ceiling_for(environment.arch, result.spec.dtype)
         rows.append(result_to_row(result, environment, SUITE, *(peaks or (None, None))))
     return rows
@@ -226,16 +217,16 @@ class Judged:
     plant: tuple = ("", None, None, None)
 
 
-def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
-    """The twin against the store's earlier canary nights, and the planted build against the same."""
-    store = n.store
-    if store is None or not (Path(store) / MANIFEST).is_file():
+def judge(store: Store, profile_path: str | None, pool_nights: int, rows: list[dict[str, str]]) -> Judged:
+    """The twin against the store's earlier canary nights, and the planted build against the same
+    (with the noise profile at ``profile_path``; None: the arch's built-in)."""
+    if store.path is None or not (Path(store.path) / MANIFEST).is_file():
         return Judged()
-    history = loaded_store(n)
+    history = store.history()
     nights = [r for r in history.runs if r.info.suite == SUITE]
     if not nights:
         return Judged()
-    profile = read_profile(n.profile) if n.profile else None
+    profile = read_profile(profile_path) if profile_path else None
     twin, plant = rows
     out = {}
     with tempfile.TemporaryDirectory(prefix="perfci-canary-") as tmp:
@@ -245,8 +236,8 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
             if len(nights) >= 2:
                 table, cells = read_results_cells(path)
                 check_tonight(history, table, cells)  # before the triage records, as the CLI's compare
-                result = pooled_compare(history, table, cells, store_triage(n), profile, CompareOptions(),
-                                        n.cfg.nights)
+                result = pooled_compare(history, table, cells, store.triage(), profile, CompareOptions(),
+                                        pool_nights)
             else:
                 # as the suite's cases against one night (stages.baseline)
                 within = CompareOptions(unchanged_within_pct=core.ONE_NIGHT_UNCHANGED_WITHIN_PCT)
@@ -256,26 +247,24 @@ def judge(n: Night, rows: list[dict[str, str]]) -> Judged:
             out[name] = ("", None, None, None) if case is None else (
                 case.verdict, case.ratio, case.ci_low,
                 case.ci_high)
-    used = f"pooled, last {min(n.cfg.nights, len(nights))} of {len(nights)} nights" if len(nights) >= 2 \
+    used = f"pooled, last {min(pool_nights, len(nights))} of {len(nights)} nights" if len(nights) >= 2 \
         else "one night"
     return Judged(used, out["twin"], out["plant"])
 
 
-def _record(n: Night, pct: float, method: Method, path: Path, session: Session, rule, judged: Judged
+def _record(t: TonightResult, suite: str, pct: float, method: Method, path: Path, session: Session, rule, judged: Judged
             ) -> CanaryNight:
     from perfci_kernels.canary import CPU_BLOCKS, GPU_BLOCKS, planted_pct
 
     table, cells = read_results_cells(path)
     info = run_info(str(path), table, cells)
-    t = n.tonight
-    assert t is not None  # the stage runs after tonight's
     truth = analyze_case(session.rounds, rule.min_effect_pct, 0.95)
     conf = session.look.confirmation if session.look is not None else None
     paired = conf.cases[0] if conf is not None and conf.cases else None
     block_k = (CPU_BLOCKS if method.device == "cpu" else GPU_BLOCKS)[2]
     return CanaryNight(
-        run_id=info.run_id, timestamp=info.timestamp, sha=_sha(n), device_name=t.device_name, arch=t.arch,
-        suite=n.suite, plant_pct=pct, planted_pct=planted_pct(method.k, block_k, pct),
+        run_id=info.run_id, timestamp=info.timestamp, sha=t.sha, device_name=t.device_name, arch=t.arch,
+        suite=suite, plant_pct=pct, planted_pct=planted_pct(method.k, block_k, pct),
         shape=f"{method.m}x{method.n}x{method.k}", dtype=method.dtype,
         truth_ratio=truth.ratio, truth_low=truth.ci_low, truth_high=truth.ci_high, baseline=judged.baseline,
         twin_verdict=str(judged.twin[0]), twin_ratio=judged.twin[1], twin_low=judged.twin[2],
@@ -288,10 +277,10 @@ def _record(n: Night, pct: float, method: Method, path: Path, session: Session, 
         confirm_rounds=paired.rounds if paired is not None else len(session.rounds))
 
 
-def _earlier(n: Night) -> list[CanaryNight]:
-    if n.store is None or not (Path(n.store) / MANIFEST).is_file():
+def _earlier(store: str | None) -> list[CanaryNight]:
+    if store is None or not (Path(store) / MANIFEST).is_file():
         return []
-    return load_canaries(n.store)
+    return load_canaries(store)
 
 
 def warnings_for(c: CanaryNight) -> list[str]:

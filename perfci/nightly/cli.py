@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -157,7 +158,6 @@ def _seconds(text: str) -> float:
 
 def main(args: argparse.Namespace) -> int:
     from perfci.nightly.night import run_night
-    from perfci.nightly.stages import split_args
     from perfci.nightly.state import NightConfig
 
     if args.bench is not None:
@@ -199,3 +199,13 @@ def main(args: argparse.Namespace) -> int:
     for warning in decision.warnings:
         print(f"  warning: {warning}")
     return decision.exit_code
+
+
+def split_args(text: str | None, option: str) -> tuple[str, ...]:
+    """``--confirm-args '--min-rounds 3'`` -> the words, or one line when they do not parse."""
+    if not text:
+        return ()
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as err:
+        raise PerfciError(f"{option} {text!r}: {err}") from None

@@ -1,5 +1,5 @@
 """The history store of a night, loaded once: every stage that reads it (compare, canary, triage,
-trends) takes these values, and stage history adds tonight's run to them as it adds it to the store."""
+trends) takes this :class:`Store`, and stage history adds tonight's run to it as it adds it to the store."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,21 +7,32 @@ from dataclasses import replace
 from perfci.history.model import History, Run
 from perfci.history.store import load, load_triage
 from perfci.history.triage import TriageRecord
-from perfci.nightly.state import Night
 
 
-def loaded_store(n: Night) -> History:
-    """The history store in force, loaded on first use."""
-    if n.history is None:
-        n.history = load(n.store or "")
-    return n.history
+class Store:
+    """The history store in force (``path``; None: no store), its runs and triage records read on first use."""
 
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._history: History | None = None
+        self._triage: tuple[TriageRecord, ...] | None = None
 
-def store_triage(n: Night) -> tuple[TriageRecord, ...]:
-    """The store's triage records, read on first use (a corrupt one is bad input)."""
-    if n.triage_records is None:
-        n.triage_records = tuple(load_triage(n.store or ""))
-    return n.triage_records
+    def history(self) -> History:
+        """The store as loaded, on first use."""
+        if self._history is None:
+            self._history = load(self.path or "")
+        return self._history
+
+    def triage(self) -> tuple[TriageRecord, ...]:
+        """The store's triage records, read on first use (a corrupt one is bad input)."""
+        if self._triage is None:
+            self._triage = tuple(load_triage(self.path or ""))
+        return self._triage
+
+    def added(self, run: Run) -> None:
+        """``run``, just added to the store, added to it as loaded too (when it was loaded)."""
+        if self._history is not None:
+            self._history = with_run(self._history, run)
 
 
 def with_run(history: History, run: Run) -> History:

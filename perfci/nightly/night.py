@@ -24,14 +24,88 @@ from perfci.compile import ratchet
 from perfci.errors import EXIT_REGRESSION, PerfciError, internal_error_line
 from perfci.files import atomic_write_text
 from perfci.nightly import canary, core, render, stages, tonight
-from perfci.nightly.state import Night, NightConfig
+from perfci.nightly.loaded import Store
+from perfci.nightly.state import Night, NightConfig, StageOutcome, TonightResult, Unfinished
 
 Fault = Callable[[str], None]  # the tests' seam: called with each stage's name as it starts
 
-STAGE_FUNCS: tuple[tuple[str, Callable[[Night], tuple[str, str]]], ...] = (
-    ("tonight", tonight.tonight), ("baseline", stages.baseline), ("gate", stages.gate),
-    ("canary", canary.canary), ("confirm", stages.confirm), ("bisect", stages.bisect), ("history", stages.history),
-    ("report", stages.trends),
+
+# Each stage as the runner calls it: the stage's function (looked up in its module at each call, so a
+# test may replace it there) given what the earlier stages produced, and its result kept on the Night.
+# A stage that fails with part of its result (Unfinished) has that part kept too (_run).
+
+
+def _tonight(n: Night) -> StageOutcome:
+    n.project = tonight.checkout(n.cfg)  # kept when what follows fails: the compile diff works in it
+    n.project, config = tonight.project(n.cfg, n.project)
+    done = tonight.tonight(n.cfg, n.project, n.log)
+    n.tonight = done.result
+    n.sources = tonight.sources(n.cfg, config, n.project, _results(n), n.log)
+    n.store = Store(n.sources.store)
+    return done
+
+
+def _baseline(n: Night) -> StageOutcome:
+    return stages.baseline(n.cfg, n.project, _results(n), n.sources, n.store, n.log)
+
+
+def _keep_judged(n: Night, judged) -> None:
+    n.judged = judged
+
+
+def _gate(n: Night) -> StageOutcome:
+    return stages.gate(n.cfg, _results(n), n.judged)
+
+
+def _canary(n: Night) -> StageOutcome:
+    return canary.canary(n.cfg, n.project, _results(n), n.sources, n.store, n.log)
+
+
+def _keep_canary(n: Night, result) -> None:
+    n.canary = result
+
+
+def _confirm(n: Night) -> StageOutcome:
+    return stages.confirm(n.cfg, n.project, _results(n), n.judged, n.started, n.log)
+
+
+def _keep_confirmation(n: Night, confirmation) -> None:
+    n.confirmation = confirmation
+
+
+def _bisect(n: Night) -> StageOutcome:
+    return stages.bisect(n.cfg, n.project, _results(n), n.judged, n.confirmation, n.started, n.log)
+
+
+def _keep_culprit(n: Night, culprit) -> None:
+    n.culprit = culprit
+
+
+def _history(n: Night) -> StageOutcome:
+    return stages.history(_results(n), n.store, n.canary, n.log)
+
+
+def _keep_appended(n: Night, appended) -> None:
+    n.history_appended = appended
+
+
+def _report(n: Night) -> StageOutcome:
+    return stages.trends(n.cfg, n.store, n.confirmation.flagged, n.log)
+
+
+def _results(n: Night) -> TonightResult:
+    """Tonight's results, as stage tonight read them (every later stage needs them)."""
+    if n.tonight is None:
+        raise RuntimeError("tonight's results were not read")
+    return n.tonight
+
+
+Keep = Callable[[Night, object], None]
+# (name, the stage, where its result is kept: None when nothing later reads it)
+STAGE_FUNCS: tuple[tuple[str, Callable[[Night], StageOutcome], Keep | None], ...] = (
+    ("tonight", _tonight, None), ("baseline", _baseline, _keep_judged), ("gate", _gate, None),
+    ("canary", _canary, _keep_canary), ("confirm", _confirm, _keep_confirmation),
+    ("bisect", _bisect, _keep_culprit), ("history", _history, _keep_appended), ("report", _report, None),
 )
 # A stage is skipped when one it depends on failed.
 NEEDS = {"baseline": ("tonight",), "gate": ("tonight", "baseline"), "canary": ("tonight",),
@@ -52,12 +126,12 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
     echo = echo or sys.stderr
     night = Night(cfg)
     done: list[core.Stage] = []
-    for name, func in STAGE_FUNCS:
+    for name, func, keep in STAGE_FUNCS:
         why = _skip_because(name, done)
-        stage = core.Stage(name, core.SKIPPED, why) if why else _run(name, func, night, fault)
+        stage = core.Stage(name, core.SKIPPED, why) if why else _run(name, func, keep, night, fault)
         done.append(stage)
         _say(stage, echo)
-    night.files.extend(REPORTS)
+    night.log.files.extend(REPORTS)
     outcome = night.outcome(done)
     decision = core.judge_night(outcome)
     sections: tuple[str, ...] = ()
@@ -112,7 +186,7 @@ def _compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baselin
     started = time.monotonic()
     warning = ""
     try:
-        data = ratchet.run(night.suite_word or cfg.suite, baseline, night.project.repo_root or os.getcwd())
+        data = ratchet.run(night.project.suite_word or cfg.suite, baseline, night.project.repo_root or os.getcwd())
         rows = ratchet.behind(data, [(c.key, c.verdict) for c in outcome.cases or ()], outcome.arch)
         section = ratchet.markdown(data, rows)
         record = {"baseline": baseline, "exit_code": data["exit_code"], "failing": data.get("failing", 0),
@@ -141,22 +215,36 @@ def _skip_because(name: str, done: list[core.Stage]) -> str:
     return ""
 
 
-def _run(name: str, func: Callable[[Night], tuple[str, str]], night: Night, fault: Fault | None) -> core.Stage:
+def _run(name: str, func: Callable[[Night], StageOutcome], keep: Keep | None, night: Night,
+         fault: Fault | None) -> core.Stage:
+    """One stage: its outcome as a core.Stage, and its result (or the part an Unfinished carries) kept."""
     started = time.monotonic()
     try:
         if fault is not None:
             fault(name)
-        status, detail = func(night)
-        return core.Stage(name, status, detail, time.monotonic() - started)
-    except PerfciError as err:
+        done = func(night)
+    except Unfinished as unfinished:
+        if keep is not None:
+            keep(night, unfinished.result)
+        return _failed(name, unfinished.cause, started)
+    except (Exception, KeyboardInterrupt) as err:
+        return _failed(name, err, started)
+    if keep is not None and done.result is not None:
+        keep(night, done.result)
+    return core.Stage(name, done.status, done.detail, time.monotonic() - started)
+
+
+def _failed(name: str, err: BaseException, started: float) -> core.Stage:
+    """What a stage raised, as its failure: bad input, nothing measured, an interrupt, or an internal error."""
+    if isinstance(err, PerfciError):
         why = core.NOTHING_MEASURED if err.exit_code == EXIT_REGRESSION else core.INPUT
         return core.Stage(name, core.FAILED, err.message, time.monotonic() - started, why)
-    except KeyboardInterrupt:
+    if isinstance(err, KeyboardInterrupt):
         return core.Stage(name, core.FAILED, "interrupted", time.monotonic() - started, core.INTERRUPTED)
-    except Exception as err:  # a bug in a stage or a child that crashed: exit 4, never a verdict
-        if os.environ.get("PERFCI_DEBUG", "") == "1":
-            traceback.print_exc()
-        return core.Stage(name, core.FAILED, internal_error_line(err), time.monotonic() - started, core.INTERNAL)
+    # a bug in a stage or a child that crashed: exit 4, never a verdict
+    if os.environ.get("PERFCI_DEBUG", "") == "1":
+        traceback.print_exception(err)
+    return core.Stage(name, core.FAILED, internal_error_line(err), time.monotonic() - started, core.INTERNAL)
 
 
 def _say(stage: core.Stage, echo: TextIO) -> None:

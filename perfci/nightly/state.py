@@ -1,10 +1,11 @@
 """What a night knows: its configuration, and what its stages produced.
 
 Each stage (:mod:`perfci.nightly.tonight`, :mod:`perfci.nightly.stages`,
-:mod:`perfci.nightly.canary`) sets its own typed result on :class:`Night` once
-(:class:`TonightResult`, :class:`Judgement`, :class:`Confirmation`, ...), and
-the later stages take those values rather than reading their files again; the
-whole is frozen into a :class:`perfci.nightly.core.Outcome` at the end.
+:mod:`perfci.nightly.canary`) takes what the earlier ones produced as arguments
+(:class:`TonightResult`, the loaded store, :class:`Judgement`, ...) and returns
+its own typed result in a :class:`StageOutcome`; the runner
+(:mod:`perfci.nightly.night`) keeps each on :class:`Night`, which is frozen into
+a :class:`perfci.nightly.core.Outcome` at the end.
 """
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Generic, Mapping, Sequence, TypeVar
 
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.compare.comparison import Comparison
 from perfci.history.canary import CanaryNight, Rates
-from perfci.history.model import History, RunInfo, run_info
-from perfci.history.triage import TriageRecord
+from perfci.history.model import RunInfo, run_info
 from perfci.model import ResultTable
 from perfci.nightly import core
+from perfci.nightly.loaded import Store
 from perfci.nightly.triaged import CaseTriage
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,51 @@ class NightConfig:
 
 @dataclass(frozen=True)
 class Project:
-    """Where the night runs, as stage tonight finds it first: the checkout, the project root, the build."""
+    """Where the night runs, as stage tonight finds it first: the checkout, the project root, the build, the suite."""
 
     repo_root: Path | None = None  # the git checkout confirm and bisect work in (None: not a repository)
     where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
     subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
     build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
     head: str = ""  # --repo's HEAD
+    suite: str = ""  # the suite's name: what tonight is recorded and judged under
+    suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What tonight is judged by, as stage tonight settles it from tonight's device."""
+
+    store: str | None = None  # the history store in force (--history, else [tool.perfci] history / device)
+    baseline: str | None = None  # the baseline CSV in force (--baseline, else [tool.perfci] baselines)
+    profile: str | None = None  # the noise profile in force (--noise-profile, else [tool.perfci] noise_profiles)
+
+
+@dataclass(frozen=True)
+class StageOutcome(Generic[R]):
+    """What a stage returns: its status and detail (a line of the reports), and its typed result."""
+
+    status: str
+    detail: str
+    result: R | None = None
+
+
+class Unfinished(Exception):
+    """A stage's failure (``cause``) after part of its result was known: the reports still say that part."""
+
+    def __init__(self, cause: BaseException, result: object) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.result = result
+
+
+@dataclass
+class Log:
+    """What every stage may add to the reports as it goes: notes, warnings (never the verdict), files."""
+
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
 
 
 def most_common(cells: Sequence[Mapping[str, str]], column: str) -> str:
@@ -140,34 +181,28 @@ class CanaryResult:
 
 @dataclass
 class Night:
-    """What the stages found so far: each stage's typed result, set once (frozen into a core.Outcome
-    at the end); and the history store, loaded once for every stage that reads it."""
+    """What the stages produced so far, each result kept by the runner (:mod:`perfci.nightly.night`) and
+    frozen into a core.Outcome at the end; and the history store, loaded once for every stage that reads it."""
 
     cfg: NightConfig
     started: float = field(default_factory=time.monotonic)  # the night's budget counts from here
     project: Project = Project()
-    store: str | None = None  # the history store in force (--history, else [tool.perfci] history / device)
-    baseline_path: str | None = None  # the baseline CSV in force (--baseline, else [tool.perfci] baselines)
-    profile: str | None = None  # the noise profile in force (--noise-profile, else [tool.perfci] noise_profiles)
-    suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)
-    suite: str = ""
+    sources: Sources = Sources()
     tonight: TonightResult | None = None
-    history: History | None = None  # the store as loaded (perfci.nightly.loaded)
-    triage_records: tuple[TriageRecord, ...] | None = None  # the store's, as read (perfci.nightly.loaded)
+    store: Store = field(default_factory=lambda: Store(None))  # the store in force as loaded (perfci.nightly.loaded), set with ``sources``
     judged: Judgement | None = None
     confirmation: Confirmation = Confirmation()
     culprit: core.Culprit | None = None
     history_appended: bool = False
     canary: CanaryResult | None = None
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # what the canary and the report met: never the verdict
-    files: list[str] = field(default_factory=list)
+    log: Log = field(default_factory=Log)
 
     def outcome(self, stages) -> core.Outcome:
-        t, j, c = self.tonight, self.judged, self.confirmation
+        t, j, c, log = self.tonight, self.judged, self.confirmation, self.log
         cmp = j.comparison if j is not None else None
         return core.Outcome(
-            suite=self.suite, device=t.device if t else "", arch=t.arch if t else "", sha=t.sha if t else "",
+            suite=self.project.suite, device=t.device if t else "", arch=t.arch if t else "",
+            sha=t.sha if t else "",
             good_sha=j.good_sha if j else "", stages=tuple(stages), tonight=t.statuses if t else (),
             incomplete=t.incomplete if t else "", first_night=j.first_night if j else False,
             baseline=j.baseline if j else "", cases=j.cases if j else None,
@@ -175,7 +210,7 @@ class Night:
             compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=c.flagged,
             confirmed=c.confirmed, confirm_suite=c.suite, culprit=self.culprit,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
-            strict=self.cfg.strict, notes=tuple(self.notes), files=tuple(self.files),
+            strict=self.cfg.strict, notes=tuple(log.notes), files=tuple(log.files),
             canary=self.canary.night if self.canary else None,
-            canary_rates=self.canary.rates if self.canary else None, warnings=tuple(self.warnings),
+            canary_rates=self.canary.rates if self.canary else None, warnings=tuple(log.warnings),
             triage=j.triage if j else (), toolchain=j.toolchain if j else ())

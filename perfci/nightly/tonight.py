@@ -1,4 +1,9 @@
-"""Stage 1, tonight's results: shards merged, a run taken, or the suite measured; into DIR/run.csv."""
+"""Stage 1, tonight's results: shards merged, a run taken, or the suite measured; into DIR/run.csv.
+
+The stage is four steps, which :mod:`perfci.nightly.night` runs in order: the
+checkout (:func:`checkout`), the project and suite (:func:`project`), tonight's
+results (:func:`tonight`) and what they are judged by (:func:`sources`).
+"""
 from __future__ import annotations
 
 import csv
@@ -15,7 +20,7 @@ from typing import Mapping
 from perfci import git
 from perfci.benchcmd import run_command
 from perfci.compare.inputs import read_profile
-from perfci.config import load_config
+from perfci.config import ProjectConfig, load_config
 from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
 from perfci.merge.core import ShardFile, merge_files, merge_shards, render_merged
@@ -23,7 +28,7 @@ from perfci.model import ResultTable
 from perfci.nightly import core
 from perfci.nightly.bench import measure
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Night, Project, TonightResult, most_common
+from perfci.nightly.state import Log, NightConfig, Project, Sources, StageOutcome, TonightResult, most_common
 from perfci.results import read_results_cells, read_results_text
 from perfci.suites import load_suite, suite_is_a_path
 
@@ -31,50 +36,16 @@ from perfci.suites import load_suite, suite_is_a_path
 # --------------------------------------------------------------------------- 1. tonight
 
 
-def tonight(n: Night) -> tuple[str, str]:
-    cfg = n.cfg
+def checkout(cfg: NightConfig) -> Project:
+    """The git checkout at --repo and its HEAD (what the compile diff still needs when the rest fails)."""
     if not cfg.repo.is_dir():
         raise PerfciError(f"--repo {cfg.repo}: no such directory")
     top = git.toplevel(cfg.repo)
-    n.project = Project(top, head=(git.query(top, "rev-parse", "HEAD") or "") if top else "")
-    config = _project(n)
-    where = n.project.where
-    assert where is not None
-    if cfg.bench is not None:
-        n.suite = n.suite_word = _bench_suite_name(cfg.suite)
-    else:
-        n.suite = load_suite(cfg.suite, where).name
-        n.suite_word = _suite_word(cfg.suite, where)
-    run_path = cfg.out / "run.csv"
-    incomplete, read = "", None
-    if cfg.shards is not None:
-        how, incomplete = _merge_shards(n, cfg.shards, run_path)
-    elif cfg.run is not None:
-        how, read = _take_run(cfg.run, run_path)
-    else:
-        _build(n, where)
-        how = _run_bench(n, where) if cfg.bench is not None else _measure(n, where)
-    text, table, cells = read or read_results_text(run_path)
-    if table.format != "perfci":
-        raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
-    suites = {c.get("suite", "") for c in cells} - {""}
-    if suites and suites != {n.suite}:
-        raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{n.suite}'")
-    n.files.append("run.csv")
-    head = n.project.head
-    if {c.get("git_sha", "") for c in cells} == {""} and head:
-        text, table, cells = _fill_sha(run_path, table, cells, head)
-        n.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {head[:12]}")
-    sha = core.strip_dirty(most_common(cells, "git_sha")) or head
-    n.tonight = t = TonightResult(run_path, text, table, cells, sha, incomplete)
-    _device_defaults(n, config)
-    counts = Counter(s for _, s in t.statuses)
-    told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
-    return core.OK, f"{how}: {len(t.statuses)} cases ({told}) on {t.device} at {t.sha[:12] or 'unknown commit'}"
+    return Project(top, head=(git.query(top, "rev-parse", "HEAD") or "") if top else "")
 
 
-def _project(n: Night):
-    """The project configuration in force at --repo; sets the project root and the build in ``n.project``.
+def project(cfg: NightConfig, found: Project) -> tuple[Project, ProjectConfig]:
+    """``found`` (:func:`checkout`) with the project root, the build and the suite; and the configuration in force.
 
     The root is where perfci runs, so every perfci command it starts (tonight's
     run, confirm, bisect's bench) reads the same [tool.perfci], suites and kernel
@@ -82,7 +53,7 @@ def _project(n: Night):
     the repository (no configuration: perfci's own checkout stands in) is
     replaced by the repository's top.
     """
-    cfg, top = n.cfg, n.project.repo_root
+    top = found.repo_root
     config = load_config(cfg.repo)
     where = config.root
     if top is not None and not where.resolve().is_relative_to(top.resolve()):
@@ -92,8 +63,43 @@ def _project(n: Night):
     build = cfg.build if cfg.build is not None else config.build
     if build is not None and not build.strip():
         build = None  # --build '': no build, whatever the configuration says
-    n.project = replace(n.project, where=where, subdir=subdir, build=build)
-    return config
+    if cfg.bench is not None:
+        suite = suite_word = _bench_suite_name(cfg.suite)
+    else:
+        suite, suite_word = load_suite(cfg.suite, where).name, _suite_word(cfg.suite, where)
+    return replace(found, where=where, subdir=subdir, build=build, suite=suite, suite_word=suite_word), config
+
+
+def tonight(cfg: NightConfig, p: Project, log: Log) -> StageOutcome[TonightResult]:
+    """Stage tonight: tonight's results into DIR/run.csv, read once, in the project ``p`` (:func:`project`)."""
+    where = p.where
+    assert where is not None
+    run_path = cfg.out / "run.csv"
+    incomplete, read = "", None
+    if cfg.shards is not None:
+        how, incomplete = _merge_shards(cfg.shards, run_path)
+    elif cfg.run is not None:
+        how, read = _take_run(cfg.run, run_path)
+    else:
+        _build(p, where, log)
+        how = _run_bench(cfg, p, where, log) if cfg.bench is not None else _measure(cfg, p, where, log)
+    text, table, cells = read or read_results_text(run_path)
+    if table.format != "perfci":
+        raise PerfciError(f"{how}: a {table.format} file; perfci nightly judges perfci results CSVs")
+    suites = {c.get("suite", "") for c in cells} - {""}
+    if suites and suites != {p.suite}:
+        raise PerfciError(f"{how}: a run of suite {', '.join(sorted(suites))}, not of '{p.suite}'")
+    log.files.append("run.csv")
+    head = p.head
+    if {c.get("git_sha", "") for c in cells} == {""} and head:
+        text, table, cells = _fill_sha(run_path, table, cells, head)
+        log.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {head[:12]}")
+    sha = core.strip_dirty(most_common(cells, "git_sha")) or head
+    t = TonightResult(run_path, text, table, cells, sha, incomplete)
+    counts = Counter(s for _, s in t.statuses)
+    told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
+    return StageOutcome(core.OK, f"{how}: {len(t.statuses)} cases ({told}) on {t.device} at "
+                                 f"{t.sha[:12] or 'unknown commit'}", t)
 
 
 def _suite_word(word: str, where: Path) -> str:
@@ -113,18 +119,18 @@ def _bench_suite_name(word: str) -> str:
     return word
 
 
-def _build(n: Night, where: Path) -> None:
+def _build(p: Project, where: Path, log: Log) -> None:
     """The project's build in the checkout before tonight is measured; a failure is bad input."""
-    if n.project.build is None:
+    if p.build is None:
         return
-    built = run_command(n.project.build, where)
+    built = run_command(p.build, where)
     if not built.ok:
-        raise PerfciError(f"the build {n.project.build!r} failed in {where} at {n.project.head[:12] or 'HEAD'}: "
+        raise PerfciError(f"the build {p.build!r} failed in {where} at {p.head[:12] or 'HEAD'}: "
                           f"{built.failure_reason('build')}")
-    n.notes.append(f"built with {n.project.build!r} in {where} ({built.seconds:.0f} s)")
+    log.notes.append(f"built with {p.build!r} in {where} ({built.seconds:.0f} s)")
 
 
-def _device_defaults(n: Night, config) -> None:
+def sources(cfg: NightConfig, config: ProjectConfig, p: Project, t: TonightResult, log: Log) -> Sources:
     """--history, --baseline and --noise-profile, else this device's entries of [tool.perfci].
 
     The device's label (``--device-label``, else the arch tonight's run records:
@@ -132,30 +138,30 @@ def _device_defaults(n: Night, config) -> None:
     baseline ``BASELINES/LABEL/SUITE.csv`` (when committed) and
     ``noise_profiles[LABEL]`` (or ``[ARCH]``).
     """
-    cfg = n.cfg
-    arch = n.tonight.arch if n.tonight else ""
+    arch = t.arch
     label = cfg.device_label or arch
     usable = bool(label) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", label) is not None
-    n.store = cfg.history
-    if n.store is None and config.history is not None and usable:
-        n.store = str(config.history / label)
-        n.notes.append(f"history store {n.store} ([tool.perfci] history, device {label})")
-    n.baseline_path = cfg.baseline
-    if n.baseline_path is None and config.baselines is not None and usable:
-        committed = config.baselines / label / f"{n.suite}.csv"
+    store = cfg.history
+    if store is None and config.history is not None and usable:
+        store = str(config.history / label)
+        log.notes.append(f"history store {store} ([tool.perfci] history, device {label})")
+    baseline = cfg.baseline
+    if baseline is None and config.baselines is not None and usable:
+        committed = config.baselines / label / f"{p.suite}.csv"
         if committed.is_file():
-            n.baseline_path = str(committed)
-            n.notes.append(f"baseline {committed} ([tool.perfci] baselines, device {label})")
-    n.profile = cfg.noise_profile
-    if n.profile is None:
+            baseline = str(committed)
+            log.notes.append(f"baseline {committed} ([tool.perfci] baselines, device {label})")
+    profile = cfg.noise_profile
+    if profile is None:
         chosen = config.noise_profiles.get(label) or config.noise_profiles.get(arch)
         if chosen is not None:
             read_profile(str(chosen))  # a bad profile is bad input, before anything is judged
-            n.profile = str(chosen)
-            n.notes.append(f"noise profile {chosen} ([tool.perfci] noise_profiles)")
+            profile = str(chosen)
+            log.notes.append(f"noise profile {chosen} ([tool.perfci] noise_profiles)")
+    return Sources(store, baseline, profile)
 
 
-def _merge_shards(n: Night, pattern: str, out: Path) -> tuple[str, str]:
+def _merge_shards(pattern: str, out: Path) -> tuple[str, str]:
     """perfci merge; shards that lack cases (a shard missing, one cut short) are merged as they are.
 
     A shard job that failed must turn the night red, not void it: its cases are
@@ -217,31 +223,29 @@ def _take_run(path: str, out: Path) -> tuple[str, tuple[str, ResultTable, tuple[
     return f"--run {path}", (text, replace(table, path=str(out)), cells)
 
 
-def _measure(n: Night, where: Path) -> str:
-    cfg = n.cfg
-    words = ["run", n.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
+def _measure(cfg: NightConfig, p: Project, where: Path, log: Log) -> str:
+    words = ["run", p.suite_word, "--device", cfg.device, "--out", str(cfg.out / "run.csv"),
              "--log-json", str(cfg.out / "run.jsonl"), "--format", "none"]
     env = dict(os.environ)
-    if n.project.head:  # the worker reads no sha from its own directory; say which commit this is
-        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
+    if p.head:  # the worker reads no sha from its own directory; say which commit this is
+        env["PERFCI_GIT_SHA"] = p.head + (git.DIRTY if git.is_dirty(where) else "")
     child = run_perfci(words, where, env)
     expect(child, (0, 1))  # 1: some case broke, which the gate reports
     if not (cfg.out / "run.csv").is_file():
         raise ChildCrash(f"perfci run exited {child.code} and wrote no {cfg.out / 'run.csv'}")
-    n.files.append("run.jsonl")
-    return f"measured {n.suite}"
+    log.files.append("run.jsonl")
+    return f"measured {p.suite}"
 
 
-def _run_bench(n: Night, where: Path) -> str:
+def _run_bench(cfg: NightConfig, p: Project, where: Path, log: Log) -> str:
     """``--bench CMD`` in the project root; its results become DIR/run.csv (perfci.nightly.bench)."""
-    cfg = n.cfg
     env = dict(os.environ)
-    if n.project.head:
-        env["PERFCI_GIT_SHA"] = n.project.head + (git.DIRTY if git.is_dirty(where) else "")
-    code = measure(cfg.bench or "", where, cfg.out / "run.csv", n.suite, device=cfg.device, env=env,
+    if p.head:
+        env["PERFCI_GIT_SHA"] = p.head + (git.DIRTY if git.is_dirty(where) else "")
+    code = measure(cfg.bench or "", where, cfg.out / "run.csv", p.suite, device=cfg.device, env=env,
                    timeout_s=cfg.bench_timeout_s)
     if code not in (0, 1):  # 1: a benchmark failed (pytest), which the gate reports
-        n.notes.append(f"the bench exited {code}; its results were judged as written")
+        log.notes.append(f"the bench exited {code}; its results were judged as written")
     return f"--bench {cfg.bench!r}"
 
 

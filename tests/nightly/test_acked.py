@@ -9,7 +9,8 @@ from perfci.compare.store import pooled_comparison
 from perfci.history import store, triage
 from perfci.history.store import load_triage
 from perfci.nightly import acked, core, render, stages, triaged
-from perfci.nightly.state import Night, NightConfig, TonightResult
+from perfci.nightly.loaded import Store
+from perfci.nightly.state import Night, NightConfig, Project, Sources, TonightResult
 from perfci.results import read_results_cells, read_results_text
 from perfci.verdict import Verdict
 from tests.history.synth import cases, write_night
@@ -110,9 +111,12 @@ def test_the_baseline_stage_writes_acknowledged_moved_and_a_failure_reads_as_mov
     (tmp_path / "out").mkdir()
 
     def baseline_night() -> Night:
-        n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(st)), store=str(st),
-                  suite="decode", tonight=TonightResult(cur, *read_results_text(cur), sha=""))
-        assert stages.baseline(n)[0] == core.OK
+        n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(st)), project=Project(suite="decode"),
+                  sources=Sources(store=str(st)), tonight=TonightResult(cur, *read_results_text(cur), sha=""),
+                  store=Store(str(st)))
+        done = stages.baseline(n.cfg, n.project, n.tonight, n.sources, n.store, n.log)
+        assert done.status == core.OK
+        n.judged = done.result
         return n
 
     n = baseline_night()
@@ -127,6 +131,6 @@ def test_the_baseline_stage_writes_acknowledged_moved_and_a_failure_reads_as_mov
 
     monkeypatch.setattr(acked, "moved_since_ack", boom)
     n = baseline_night()
-    assert {t.since_ack for t in n.judged.triage} == {triaged.NOT_JUDGED} and len(n.warnings) == 1
-    assert "not judged against their nights since" in n.warnings[0]
+    assert {t.since_ack for t in n.judged.triage} == {triaged.NOT_JUDGED} and len(n.log.warnings) == 1
+    assert "not judged against their nights since" in n.log.warnings[0]
     assert set(triaged.acknowledged_moved(n.judged.triage)) == set(STEPPED)

@@ -20,8 +20,9 @@ from perfci.history.store import add_runs, load, load_canaries
 from perfci.kernel import Unsupported
 from perfci.model import CaseSpec
 from perfci.nightly import canary
+from perfci.nightly.loaded import Store
 from perfci.nightly.night import run_night
-from perfci.nightly.state import Night, NightConfig
+from perfci.nightly.state import NightConfig
 from perfci.results import COLUMNS, render_rows_csv
 from tests.nightly.conftest import make_repo, perfci, read_rows, stage, verdict
 
@@ -93,10 +94,8 @@ def judged(tmp_path: Path, earlier: int, twin: float, plant: float):
         when = f"2026-11-2{i}T02:00:00+00:00"
         add_runs(str(store), [str(write(tmp_path / f"c{i}.csv", [
             row(*CANARY_KEYS[0], 100.0, when, canary.SUITE), row(*CANARY_KEYS[1], 170.0, when, canary.SUITE)]))])
-    n = Night(NightConfig(suite="tiny", out=tmp_path))
-    n.store = str(store)
     when = "2026-12-01T02:00:00+00:00"
-    return canary.judge(n, [row(*CANARY_KEYS[0], 100.0 * twin, when, canary.SUITE),
+    return canary.judge(Store(str(store)), None, NightConfig(suite="tiny", out=tmp_path).nights, [row(*CANARY_KEYS[0], 100.0 * twin, when, canary.SUITE),
                             row(*CANARY_KEYS[1], 100.0 * plant, when, canary.SUITE)])
 
 

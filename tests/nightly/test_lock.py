@@ -13,7 +13,6 @@ from pathlib import Path
 
 from tests.bisect.synth import git
 from perfci.nightly.stages import CHECKOUT_LOCK, checkout_lock
-from perfci.nightly.state import Night, NightConfig, Project
 
 HOLD = """\
 import sys, time
@@ -26,17 +25,13 @@ lock.release()
 """
 
 
-def night_in(root: Path, tmp_path: Path) -> Night:
-    return Night(NightConfig(suite="tiny", out=tmp_path / "out", repo=root), project=Project(root))
-
-
 def test_a_second_night_waits_for_the_checkout_and_says_so(repo, tmp_path, capsys):
     lock_path = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")) / CHECKOUT_LOCK
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock_path), "2"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()
-        with checkout_lock(night_in(repo, tmp_path)):
+        with checkout_lock(repo):
             waited = time.monotonic() - started
     finally:
         holder.wait(timeout=30)
@@ -47,7 +42,7 @@ def test_a_second_night_waits_for_the_checkout_and_says_so(repo, tmp_path, capsy
 def test_the_lock_is_the_repositorys_even_from_a_worktree(repo, tmp_path, capsys):
     worktree = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "--detach", str(worktree))
-    with checkout_lock(night_in(repo, tmp_path)):
+    with checkout_lock(repo):
         # A night in the worktree finds the same lock held (a second FileLock object would wait).
         from filelock import FileLock, Timeout
 
@@ -58,6 +53,6 @@ def test_the_lock_is_the_repositorys_even_from_a_worktree(repo, tmp_path, capsys
         except Timeout:
             raised = True
     assert raised
-    with checkout_lock(night_in(worktree, tmp_path)):  # and free again afterwards, without waiting
+    with checkout_lock(worktree):  # and free again afterwards, without waiting
         pass
     assert "waiting" not in capsys.readouterr().err

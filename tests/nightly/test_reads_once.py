@@ -7,18 +7,17 @@ from pathlib import Path
 
 from perfci import results
 from perfci.history import store
-from perfci.nightly import core, loaded, night
+from perfci.nightly import core, loaded, stages
 from perfci.nightly.night import run_night
-from perfci.nightly.state import Confirmation, NightConfig
+from perfci.nightly.state import Confirmation, NightConfig, StageOutcome
 from tests.nightly.conftest import make_repo
 from tests.nightly.test_report_steps import SLOW_CASE, results as write_results
 
 
-def confirmed_regressed(n):
+def confirmed_regressed(cfg, p, t, j, started, log):
     """confirm's answer on the flagged case (the real confirm measures two worktrees: test_nights.py)."""
-    n.confirmation = Confirmation(core.flagged(n.judged.cases, n.judged.comparison.suite.verdict),
-                                  (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),))
-    return core.OK, "1.9x"
+    return StageOutcome(core.OK, "1.9x", Confirmation(core.flagged(j.cases, j.comparison.suite.verdict),
+                        (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),)))
 
 
 def test_a_pooled_night_parses_tonight_once_and_loads_the_store_once(tmp_path, monkeypatch):
@@ -43,8 +42,7 @@ def test_a_pooled_night_parses_tonight_once_and_loads_the_store_once(tmp_path, m
     monkeypatch.setattr(results, "_read", counted_read)
     monkeypatch.setattr(loaded, "load", counted("store", real_load))
     monkeypatch.setattr(loaded, "load_triage", counted("triage", real_triage))
-    monkeypatch.setattr(night, "STAGE_FUNCS", tuple(
-        (name, confirmed_regressed if name == "confirm" else func) for name, func in night.STAGE_FUNCS))
+    monkeypatch.setattr(stages, "confirm", confirmed_regressed)
     out = tmp_path / "out"
     outcome, decision = run_night(NightConfig(suite=str(repo / "suites" / "tiny.toml"), out=out, run=str(tonight),
                                               history=str(st), repo=repo, device="cpu", bisect=False,

@@ -19,9 +19,9 @@ import pytest
 
 from perfci.errors import PerfciError
 from perfci.history.store import add_runs
-from perfci.nightly import core, night, render
+from perfci.nightly import core, night, render, stages
 from perfci.nightly.night import run_night
-from perfci.nightly.state import Confirmation, NightConfig
+from perfci.nightly.state import Confirmation, NightConfig, StageOutcome
 from tests.nightly.conftest import make_repo
 
 HEADER = ("kernel,shape,dtype,M,N,K,median_us,repeats_us,iters,timer,status,message,weight,group,arch,"
@@ -53,22 +53,31 @@ def setup(tmp_path):
             "compile": tmp_path / "compile"}
 
 
-def confirm_regressed(n):
+def confirm_regressed(cfg, p, t, j, started, log):
     """confirm's answer on the flagged case, as perfci confirm gives it: +90% [+85%, +95%], regressed.
 
     The real confirm measures two worktrees (tests/nightly/test_nights.py); here only what the
     report stage is handed matters.
     """
-    n.confirmation = Confirmation(core.flagged(n.judged.cases, n.judged.comparison.suite.verdict),
-                                  (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),), "n/a")
-    n.judged = replace(n.judged, good_sha="0" * 40)
-    return core.OK, "1.9x"
+    return StageOutcome(core.OK, "1.9x", Confirmation(core.flagged(j.cases, j.comparison.suite.verdict),
+                        (core.Confirmed(*SLOW_CASE, "regressed", "", 1.9, 1.85, 1.95, 5),), "n/a"))
+
+
+def confirmed_against_a_commit(monkeypatch):
+    """The night's confirm answers ``confirm_regressed``, against a baseline that names a commit."""
+    real = stages.baseline
+
+    def baseline(*args):
+        done = real(*args)
+        return replace(done, result=replace(done.result, good_sha="0" * 40))
+
+    monkeypatch.setattr(stages, "baseline", baseline)
+    monkeypatch.setattr(stages, "confirm", confirm_regressed)
 
 
 def night_of(setup, which: str, monkeypatch, compile_diff: bool = False, **cfg) -> tuple:
     if which == "red":
-        monkeypatch.setattr(night, "STAGE_FUNCS", tuple(
-            (name, confirm_regressed if name == "confirm" else func) for name, func in night.STAGE_FUNCS))
+        confirmed_against_a_commit(monkeypatch)
     out = setup["repo"].parent / f"out-{which}"
     config = NightConfig(suite=str(setup["repo"] / "suites" / "tiny.toml"), out=out, run=str(setup[which]),
                          baseline=str(setup["base"]), history=str(setup["store"]), repo=setup["repo"],

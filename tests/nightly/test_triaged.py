@@ -9,7 +9,8 @@ from perfci.history import store, triage
 from perfci.history.triage import TriageRecord, TriageState
 from perfci.nightly import core, render, stages, triaged
 from perfci.nightly.core import Confirmed, Judged, Outcome, Stage
-from perfci.nightly.state import Night, NightConfig, TonightResult
+from perfci.nightly.loaded import Store
+from perfci.nightly.state import Judgement, Log, NightConfig, Project, Sources, StageOutcome, TonightResult
 from perfci.results import read_results_text
 from tests.history.synth import write_night
 
@@ -95,21 +96,25 @@ def tonight(path: Path) -> TonightResult:
     return TonightResult(path, *read_results_text(path), sha="")
 
 
+def judged_against(st: Path, path: Path, out: Path) -> StageOutcome[Judgement]:
+    """Stage baseline on tonight's results at ``path``, against the store ``st``, with suite decode."""
+    return stages.baseline(NightConfig(suite="decode", out=out, history=str(st)), Project(suite="decode"),
+                           tonight(path), Sources(store=str(st)), Store(str(st)), Log())
+
+
 def test_the_baseline_stage_reads_the_stores_records_and_a_corrupt_one_is_bad_input(tmp_path):
     files = [write_night(tmp_path / f"n{i}.csv", i) for i in range(3)]
     store.add_runs(tmp_path / "st", [str(f) for f in files[:2]])
     store.add_triage(tmp_path / "st", triage.make_record("matmul_tiled 16x* bf16", "01" * 20, "acknowledged",
                                                          "known", "ana"))
-    n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(tmp_path / "st")),
-              store=str(tmp_path / "st"), suite="decode", tonight=tonight(files[2]))
     (tmp_path / "out").mkdir()
-    status, _ = stages.baseline(n)
-    assert status == core.OK
-    assert len(n.judged.triage) == 3 and {t.state for t in n.judged.triage} == {"acknowledged"}
-    assert all(t.kernel == "matmul_tiled" and t.shape.startswith("16x") for t in n.judged.triage)
+    done = judged_against(tmp_path / "st", files[2], tmp_path / "out")
+    assert done.status == core.OK
+    assert len(done.result.triage) == 3 and {t.state for t in done.result.triage} == {"acknowledged"}
+    assert all(t.kernel == "matmul_tiled" and t.shape.startswith("16x") for t in done.result.triage)
     (tmp_path / "st" / "triage" / "bad.json").write_text("{")
     try:
-        stages.baseline(Night(n.cfg, store=n.store, suite="decode", tonight=n.tonight))
+        judged_against(tmp_path / "st", files[2], tmp_path / "out")
         raise AssertionError("a corrupt triage record was read as fine")
     except Exception as err:  # noqa: BLE001 - the stage runner turns PerfciError into exit 2
         assert type(err).__name__ == "PerfciError" and "corrupt triage record" in str(err)
@@ -119,12 +124,11 @@ def test_a_moved_toolchain_is_said_at_the_top_of_the_summary_and_the_issue(tmp_p
     files = [write_night(tmp_path / "n0.csv", 0), write_night(tmp_path / "n1.csv", 1),
              write_night(tmp_path / "n2.csv", 2, env={"torch": "2.12.0+cu130", "triton": "3.7.0"})]
     store.add_runs(tmp_path / "st", [str(f) for f in files[:2]])
-    n = Night(NightConfig(suite="decode", out=tmp_path / "out", history=str(tmp_path / "st")),
-              store=str(tmp_path / "st"), suite="decode", tonight=tonight(files[2]))
-    assert stages.baseline(n)[0] == core.OK
-    assert n.judged.toolchain == (("torch", "2.11.0+cu130", "2.12.0+cu130"), ("Triton", "3.6.0", "3.7.0"))
+    done = judged_against(tmp_path / "st", files[2], tmp_path / "out")
+    assert done.status == core.OK
+    assert done.result.toolchain == (("torch", "2.11.0+cu130", "2.12.0+cu130"), ("Triton", "3.6.0", "3.7.0"))
     o, d = night([("regressed", A, 1.1)])
-    o = Outcome(**{**o.__dict__, "toolchain": n.judged.toolchain})
+    o = Outcome(**{**o.__dict__, "toolchain": done.result.toolchain})
     d = core.judge_night(o)
     for md in (render.summary_md(o, d), render.issue_md(o, d)):
         top = md.split("\n- suite")[0]  # before the identity lines
@@ -132,6 +136,6 @@ def test_a_moved_toolchain_is_said_at_the_top_of_the_summary_and_the_issue(tmp_p
     v = json.loads(render.verdict_json(o, d))
     assert v["toolchain_moved"][0] == {"what": "torch", "baseline": "2.11.0+cu130", "tonight": "2.12.0+cu130"}
     # the same toolchain: nothing said
-    n2 = Night(n.cfg, store=str(tmp_path / "st2"), suite="decode", tonight=tonight(files[1]))
     store.add_runs(tmp_path / "st2", [str(files[0])])
-    assert stages.baseline(n2)[0] == core.OK and n2.judged.toolchain == ()
+    same = judged_against(tmp_path / "st2", files[1], tmp_path / "out")
+    assert same.status == core.OK and same.result.toolchain == ()
