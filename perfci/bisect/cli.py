@@ -270,7 +270,8 @@ class _Progress(Console):
         against = f" vs #{record.against[0]}/#{record.against[1]}" if record.against else ""
         position = "" if record.position is None else f" at {record.position:.2f} of the step"
         style = {"good": "green", "bad": "red"}.get(record.verdict.value, "yellow")
-        self.line(f"#{record.order}/{commits_total} {record.sha[:12]}{against}: {record.rounds} rounds"
+        rounds = f"{record.rounds} round{'' if record.rounds == 1 else 's'}, {record.seconds:.0f} s"
+        self.line(f"#{record.order}/{commits_total} {record.sha[:12]}{against}: {rounds}"
                   f"{position} -> {record.verdict.value}; {estimate}{eta}", style)
 
 
