@@ -254,6 +254,7 @@ def judge(store: Store, profile_path: str | None, pool_nights: int, rows: list[d
 
 def _record(t: TonightResult, suite: str, pct: float, method: Method, path: Path, session: Session, rule, judged: Judged
             ) -> CanaryNight:
+    # lazy: the bundled kernels; a canary that cannot load them is a warning, never a failed night
     from perfci_kernels.canary import CPU_BLOCKS, GPU_BLOCKS, planted_pct
 
     table, cells = read_results_cells(path)
