@@ -387,10 +387,16 @@ def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0
     results = tuple(_case(k, *adjusted[k], tables[k] if adjusted[k] is not tables[k] else None, min_effect_pct,
                           confidence, higher_is_better, method, None if math.isnan(q) else float(q), alpha)
                     for k, q in zip(judged, stats.benjamini_hochberg(pvals)))
-    counts = {v: sum(1 for c in results if c.verdict == v) for v in TESTED}
+    counts = verdict_counts(results)
     n_rounds = max((t[0].shape[0] for t in tables.values()), default=0)
     return Confirmation(results, suite, counts, n_rounds, alpha, confidence, min_effect_pct, method,
                         higher_is_better, tuple(refs), used)
+
+
+def verdict_counts(cases: Iterable[CaseConfirmation]) -> dict:
+    """verdict -> how many of ``cases`` have it, for each verdict a tested case can have."""
+    verdicts = [c.verdict for c in cases]
+    return {v: verdicts.count(v) for v in TESTED}
 
 
 def decided(case: CaseConfirmation | SuiteShift) -> bool:

@@ -174,7 +174,7 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
     rule = StoppingRule(cfg.min_rounds, cfg.max_rounds, alpha=cfg.alpha, min_effect_pct=cfg.min_effect_pct)
     specs = {c.key: c for c in cfg.suite.cases} if cfg.suite is not None else None
     plan: list[StoppingRule] = []  # the looks the budget allows, fixed at the first look
-    settled: dict = {}  # case -> its confirmation at the look that decided it
+    latest: list = []  # the last look's analysis: the cases it decided stay decided
 
     def decide(rounds: Rounds, force: bool, rounds_left: int | None) -> tuple[object | None, bool, str]:
         cases = rounds.cases()
@@ -182,7 +182,9 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
             plan.append(rule if rounds_left is None else rule.planned(rounds.completed, rounds_left))
         reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
         seen = look(cases, plan[0] if plan else rule, higher_is_better=cfg.higher_is_better, force=force,
-                    rounds_left=rounds_left, reference=reference, settled=settled)
+                    rounds_left=rounds_left, reference=reference, earlier=latest[-1] if latest else None)
+        if seen.confirmation is not None:
+            latest[:] = [seen.confirmation]
         return seen.confirmation, seen.stop, seen.reason
 
     return decide
@@ -229,7 +231,7 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             decide: Callable[[Rounds, bool, int | None], tuple[object, bool, str]],
             measure: Callable[[Side, frozenset | None], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
     """Rounds until ``decide`` stops them. With ``--suite`` and no ``--reference``, the rounds after a
-    look measure only the cases it left undecided: a decided case keeps its decision (``settled`` in
+    look measure only the cases it left undecided: a decided case keeps its decision (``earlier`` in
     :func:`decider`), and a run of two cases costs the warm worker less than one of seven."""
     by_name = {side.name: side for side in sides}
     rounds = Rounds()

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Mapping, MutableMapping
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from perfci.confirm.analysis import MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided
+from perfci.confirm.analysis import (MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided,
+                                     verdict_counts)
 from perfci.stats import geometric_looks, open_share, planned_share
-from perfci.verdict import TESTED
 
 
 @dataclass(frozen=True)
@@ -150,14 +150,14 @@ class Look:
 
 def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_is_better: bool = False,
          focus: Iterable[Iterable[str]] | None = None, force: bool = False, rounds_left: int | None = None,
-         settled: MutableMapping[tuple, CaseConfirmation] | None = None, **analyze_kw) -> Look:
+         earlier: Confirmation | None = None, **analyze_kw) -> Look:
     """After a round: stop or go on, and at a look the analysis to report.
 
     ``force``: analyse and stop now (the budget ran out). ``rounds_left``: how
     many more rounds the budget allows (None: no budget); at a look where no
     undecided case could be decided by then, the session stops.
-    ``settled``: when given, a case decided at a look keeps that decision at
-    every later look (it is recorded there), so a session may stop measuring it
+    ``earlier``: the previous look's analysis; a case it decided keeps that
+    decision here (:func:`keep_decided`), so a session may stop measuring it
     (:func:`pending`). Each look's interval has its own share of alpha whichever
     cases are still open, so the chance that any decision was taken on an
     interval that missed stays within alpha: the same bound as the session's.
@@ -169,8 +169,7 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
         return Look(n, False, False, why, None)
     conf = analyze(cases, rule.min_effect_pct, rule.look_alpha(n), rule.look_confidence(n),
                    higher_is_better=higher_is_better, method=rule.method, focus=focus, **analyze_kw)
-    if settled is not None:
-        conf = _settle(conf, settled)
+    conf = keep_decided(conf, earlier)
     undecided = [c for c in conf.cases if not decided(c)]
     if force:
         return Look(n, True, True, f"budget spent; {len(undecided)} undecided", conf)
@@ -186,14 +185,13 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
     return Look(n, True, False, f"{len(undecided)} undecided; next look at {rule.next_look(n)}", conf)
 
 
-def _settle(conf: Confirmation, settled: MutableMapping[tuple, CaseConfirmation]) -> Confirmation:
-    """``conf`` with each case decided at an earlier look as it was decided there; this look's decisions recorded."""
-    for case in conf.cases:
-        if tuple(case.key) not in settled and decided(case):
-            settled[tuple(case.key)] = case
-    cases = tuple(settled.get(tuple(c.key), c) for c in conf.cases)
-    counts = {v: sum(1 for c in cases if c.verdict == v) for v in TESTED}
-    return replace(conf, cases=cases, counts=counts)
+def keep_decided(conf: Confirmation, earlier: Confirmation | None) -> Confirmation:
+    """``conf`` with each case that ``earlier`` (a previous look) decided, as it was decided there."""
+    if earlier is None:
+        return conf
+    kept = {tuple(c.key): c for c in earlier.cases if decided(c)}
+    cases = tuple(kept.get(tuple(c.key), c) for c in conf.cases)
+    return replace(conf, cases=cases, counts=verdict_counts(cases))
 
 
 def pending(conf: Confirmation | None) -> frozenset[tuple] | None:

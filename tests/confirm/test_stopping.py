@@ -168,19 +168,21 @@ def test_a_case_decided_at_a_look_keeps_it_and_the_rounds_after_measure_only_the
 
     rng = np.random.default_rng(11)
     cases = noisy_session(rng, 2, 12, {0: math.log(1.10), 1: math.log(1.012)}, meas=0.01)
-    rule, settled = StoppingRule(), {}
-    first = look({k: v[:5] for k, v in cases.items()}, rule, settled=settled)
+    rule = StoppingRule()
+    first = look({k: v[:5] for k, v in cases.items()}, rule)
     k0, k1 = list(cases)
     verdicts = {c.key: c.verdict for c in first.confirmation.cases}
     assert verdicts[k0] == "regressed" and verdicts[k1] == "inconclusive" and not first.stop
-    assert pending(first.confirmation) == {k1} and list(settled) == [k0]
+    assert pending(first.confirmation) == {k1}
     # rounds 6-8 measured only the open case: the decided one has failed-run placeholders there
     gone = Round((None, None), (None, None))
     later = {k0: cases[k0][:5] + [gone] * 3, k1: cases[k1][:8]}
     unsettled = look(later, rule)  # the decided case re-judged at look 2's stricter level on 5 rounds
-    kept = look(later, rule, settled=settled)
+    kept = look(later, rule, earlier=first.confirmation)
     case0 = next(c for c in kept.confirmation.cases if c.key == k0)
     assert case0 == first.confirmation.cases[0] and case0.rounds == 5
     assert kept.confirmation.counts["regressed"] >= 1
-    assert next(c for c in unsettled.confirmation.cases if c.key == k0).rounds == 5
+    # without the earlier look the same five rounds are judged again at look 2's level: another answer
+    rejudged = next(c for c in unsettled.confirmation.cases if c.key == k0)
+    assert rejudged.confidence > case0.confidence and rejudged != case0
     assert pending(None) is None
