@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
 from perfci.compare.comparison import CompareOptions
 from perfci.compare.noise import NoiseProfile, profile_for_arch
 from perfci.compare.pooled import PooledOptions, build_baseline, judge
 from perfci.errors import PerfciError, internal_error_line
-from perfci.history.model import History, run_info
+from perfci.history.model import History, parse_timestamp, run_info
 from perfci.history.triage import TriageRecord, TriageState, restart_index
 from perfci.model import ResultTable
 from perfci.nightly.triaged import NOT_JUDGED, CaseTriage, Key
@@ -57,9 +57,7 @@ def restart_at(t: CaseTriage, nights: Sequence[StoredNight], cur_sha: str) -> in
     at = restart_index(record, [n.sha for n in nights], cur_sha)
     if at is not None:
         return at
-    acked = datetime.fromisoformat(t.when.replace("Z", "+00:00"))
-    if acked.tzinfo is None:  # a hand-written record without an offset: the store's times are UTC
-        acked = acked.replace(tzinfo=timezone.utc)
+    acked = parse_timestamp(t.when, f"triage record of {' '.join(t.key)}")  # a naive time is UTC, as the store's
     return next((i for i, n in enumerate(nights) if n.when >= acked), len(nights))
 
 
