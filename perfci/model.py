@@ -7,8 +7,9 @@ it through :mod:`perfci.results`.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping
 
 STATUSES = ("ok", "fail", "error", "timeout", "skip")
 DTYPES = ("fp32", "fp16", "bf16", "fp8")
@@ -213,3 +214,10 @@ class ResultTable:
 
     def by_key(self) -> dict[tuple[str, str, str], ResultRow]:
         return {r.key: r for r in self.rows}
+
+
+def column_mode(cells: Iterable[Mapping[str, str]], column: str, skip_empty: bool = False) -> str:
+    """The value of ``column`` most of a run's rows hold (its suite, commit, device; every row repeats it);
+    "" when no row does. ``skip_empty``: the most common of the non-empty values."""
+    values = [v for v in (str(c.get(column) or "").strip() for c in cells) if v or not skip_empty]
+    return Counter(values).most_common(1)[0][0] if values else ""

@@ -7,7 +7,6 @@ hands plain tables to the pure judgement (:mod:`perfci.compare.pooled`).
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -18,11 +17,11 @@ from perfci.compare.noise import profile_for_arch
 from perfci.compare.pooled import DEFAULT_NIGHTS, PooledOptions, build_baseline, judge
 from perfci import git
 from perfci.errors import PerfciError
-from perfci.history.model import History, run_info
+from perfci.history.model import History, Run, run_info
 from perfci.history.store import load, load_triage
 from perfci.history.triage import TriageRecord
 from perfci.history.triage import restarts as triage_restarts
-from perfci.model import ResultTable
+from perfci.model import ResultTable, column_mode
 from perfci.results import read_results_cells
 
 
@@ -41,8 +40,7 @@ def check_tonight(history: History, table: ResultTable, cells: Sequence[Mapping[
     if table.format != "perfci":
         raise PerfciError(f"{cur_path}: a {table.format} file; a history store is compared with perfci "
                           f"results CSVs only")
-    device = Counter(c.get("device_name", "") for c in cells).most_common(1)[0][0]
-    arch_cur = Counter(c.get("arch", "") for c in cells).most_common(1)[0][0]
+    device, arch_cur = column_mode(cells, "device_name"), column_mode(cells, "arch")
     m = history.manifest
     if not device or not arch_cur:
         raise PerfciError(f"{cur_path}: no device_name/arch columns, so it cannot be checked against "
@@ -54,6 +52,15 @@ def check_tonight(history: History, table: ResultTable, cells: Sequence[Mapping[
         raise PerfciError(f"{store}: the store has no runs yet; add some with `perfci history add`")
 
 
+def others_than_tonight(history: History, table: ResultTable, cells: Sequence[Mapping[str, str]]) -> list[Run]:
+    """The store's runs less tonight's own, when it is in the store already (by its run id)."""
+    try:
+        cur_id = run_info(table.path, table, cells).run_id
+    except PerfciError:
+        cur_id = None  # no timestamp: it cannot be in the store either
+    return [r for r in history.runs if r.info.run_id != cur_id]
+
+
 def pooled_compare(history: History, table: ResultTable, cells: Sequence[Mapping[str, str]],
                    triage_records: Sequence[TriageRecord], profile, opts, nights: int | None) -> Comparison:
     """Judge tonight's results (``table`` and its ``cells``, as :func:`perfci.results.read_results_cells`
@@ -61,17 +68,13 @@ def pooled_compare(history: History, table: ResultTable, cells: Sequence[Mapping
     its ``triage_records`` restarting the cases an ``expected`` record names."""
     check_tonight(history, table, cells)
     store, m = history.path, history.manifest
-    suite = Counter(c.get("suite", "") for c in cells).most_common(1)[0][0]
-    try:
-        cur_id = run_info(table.path, table, cells).run_id
-    except PerfciError:
-        cur_id = None  # no timestamp: it cannot be in the store either
-    kept = [r for r in history.runs if r.info.run_id != cur_id]
+    suite = column_mode(cells, "suite")
+    kept = others_than_tonight(history, table, cells)
     runs = [(r.info.suite, r.table) for r in kept]
     arch = opts.arch or m.arch
     profile = profile or profile_for_arch(arch)
     popts = PooledOptions(nights=nights or DEFAULT_NIGHTS)
-    cur_sha = Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]
+    cur_sha = column_mode(cells, "git_sha")
     restarts = expected_restarts(triage_records, kept, table, suite, cur_sha)
     result = judge(build_baseline(runs, profile, popts, arch, restarts), table, suite, arch, profile, opts, popts,
                    base_label=f"{store} (last {popts.nights} nights)")

@@ -26,7 +26,6 @@ reads the store.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
@@ -35,9 +34,10 @@ from perfci.compare.comparison import CompareOptions
 from perfci.compare.noise import NoiseProfile, profile_for_arch
 from perfci.compare.pooled import PooledOptions, build_baseline, judge
 from perfci.errors import PerfciError, internal_error_line
-from perfci.history.model import History, parse_timestamp, run_info
+from perfci.compare.store import others_than_tonight
+from perfci.history.model import History, parse_timestamp
 from perfci.history.triage import TriageRecord, TriageState, restart_index
-from perfci.model import ResultTable
+from perfci.model import ResultTable, column_mode
 from perfci.nightly.triaged import NOT_JUDGED, CaseTriage, Key
 
 
@@ -91,26 +91,21 @@ def not_judged(triage: Sequence[CaseTriage], why: str) -> tuple[CaseTriage, ...]
 # --------------------------------------------------------------------------- the IO edge
 
 
-def judge_acknowledged(history: History, run_path: str, table: ResultTable, cells: Sequence[Mapping[str, str]],
+def judge_acknowledged(history: History, table: ResultTable, cells: Sequence[Mapping[str, str]],
                        triage: Sequence[CaseTriage], profile: NoiseProfile | None,
                        pool_nights: int) -> tuple[CaseTriage, ...]:
     """:func:`moved_since_ack` over the loaded store's nights (tonight's own run left out) and tonight's
-    table, read once by the night (``run_path`` names it in messages)."""
+    table, read once by the night."""
     if not any(t.state == TriageState.ACKNOWLEDGED.value for t in triage):
         return tuple(triage)
-    try:
-        cur_id = run_info(run_path, table, cells).run_id
-    except PerfciError:
-        cur_id = None  # no identity: it cannot be in the store either
     nights = [StoredNight(r.info.suite, r.table, r.info.git_sha, r.info.when)
-              for r in history.runs if r.info.run_id != cur_id]
-    suite = Counter(c.get("suite", "") for c in cells).most_common(1)[0][0]
-    sha = Counter(c.get("git_sha", "") for c in cells).most_common(1)[0][0]
+              for r in others_than_tonight(history, table, cells)]
     arch = history.manifest.arch
-    return moved_since_ack(triage, nights, table, suite, sha, arch, profile or profile_for_arch(arch), pool_nights)
+    return moved_since_ack(triage, nights, table, column_mode(cells, "suite"), column_mode(cells, "git_sha"), arch,
+                           profile or profile_for_arch(arch), pool_nights)
 
 
-def judged_or_said(load_history: Callable[[], History], run_path: str, table: ResultTable,
+def judged_or_said(load_history: Callable[[], History], table: ResultTable,
                    cells: Sequence[Mapping[str, str]], triage: Sequence[CaseTriage], profile: NoiseProfile | None,
                    pool_nights: int) -> tuple[tuple[CaseTriage, ...], tuple[str, ...]]:
     """:func:`judge_acknowledged`, or, when it fails, every acknowledged case :data:`NOT_JUDGED` and a warning.
@@ -121,7 +116,7 @@ def judged_or_said(load_history: Callable[[], History], run_path: str, table: Re
     try:
         if not any(t.state == TriageState.ACKNOWLEDGED.value for t in triage):
             return tuple(triage), ()
-        return judge_acknowledged(load_history(), run_path, table, cells, triage, profile, pool_nights), ()
+        return judge_acknowledged(load_history(), table, cells, triage, profile, pool_nights), ()
     except Exception as err:  # noqa: BLE001 - see above
         why = err.message if isinstance(err, PerfciError) else internal_error_line(err)
         return not_judged(triage, why), (f"acknowledged cases not judged against their nights since: {why}",)

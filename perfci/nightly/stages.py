@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import ContextManager, Mapping, Sequence
+from typing import ContextManager, Sequence
 
 from perfci import git
 from perfci.benchcmd import run_command
@@ -38,7 +38,7 @@ from perfci.history import check
 from perfci.history.model import Run
 from perfci.history.store import MANIFEST, add_canary, add_read_runs, add_runs, run_files
 from perfci.history.trends import write_trends
-from perfci.model import ResultTable
+from perfci.model import ResultTable, column_mode
 from perfci.nightly import acked, core, toolchain, triaged
 from perfci.nightly.bench import argv
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
@@ -88,7 +88,7 @@ def baseline(cfg: NightConfig, p: Project, t: TonightResult, sources: Sources, s
         if plan == "csv":
             path = sources.baseline or ""
             newest, cells = read_any_cells(path)  # cells None: pytest-benchmark JSON, no commit nor toolchain
-            good_sha = _most_common_set(cells or (), "git_sha")
+            good_sha = column_mode(cells or (), "git_sha", skip_empty=True)
             newest_env = toolchain.environment(cells) if cells is not None else None
         else:
             path = str(Path(store.path or "") / "runs" / f"{nights[-1].info.run_id}.csv")
@@ -122,8 +122,8 @@ def _judged_against(cfg: NightConfig, p: Project, t: TonightResult, store: Store
     # a store in use: tonight's cases carry its triage records (a corrupt one is bad input)
     case_triage = triaged.case_triage(store.triage(), [c.key for c in cases], p.suite) if from_store else ()
     if from_store:  # acknowledged cases judged again, against their nights since the acknowledgement
-        case_triage, said = acked.judged_or_said(store.history, str(t.path), t.table, t.cells,
-                                                 case_triage, profile, cfg.nights)
+        case_triage, said = acked.judged_or_said(store.history, t.table, t.cells, case_triage, profile,
+                                                 cfg.nights)
         log.warnings.extend(said)
     judged = replace(known, comparison=result, cases=cases, triage=tuple(case_triage))
     _write_compare(cfg, log, result)
@@ -161,12 +161,6 @@ def _store_nights(suite: str, t: TonightResult, store: Store) -> list[Run]:
                           f"({m.arch}): a different device is not a regression; keep one store per device")
     mine = t.run_id
     return [r for r in history.runs if r.info.suite == suite and r.info.run_id != mine]
-
-
-def _most_common_set(cells: Sequence[Mapping[str, str]], column: str) -> str:
-    """The value of ``column`` most rows hold, among those that hold one ("" when none does)."""
-    values = [v for v in (str(c.get(column) or "").strip() for c in cells) if v]
-    return Counter(values).most_common(1)[0][0] if values else ""
 
 
 def _judged(c) -> core.Judged:

@@ -10,16 +10,15 @@ a :class:`perfci.nightly.core.Outcome` at the end.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, Mapping, Sequence, TypeVar
+from typing import Generic, Mapping, TypeVar
 
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.compare.comparison import Comparison
 from perfci.history.canary import CanaryNight, Rates
 from perfci.history.model import RunInfo, run_info
-from perfci.model import ResultTable
+from perfci.model import ResultTable, column_mode
 from perfci.nightly import core
 from perfci.nightly.loaded import Store
 from perfci.nightly.triaged import CaseTriage
@@ -105,11 +104,6 @@ class Log:
     files: list[str] = field(default_factory=list)
 
 
-def most_common(cells: Sequence[Mapping[str, str]], column: str) -> str:
-    """The value of ``column`` most rows hold ("" when none)."""
-    return Counter(c.get(column, "") for c in cells).most_common(1)[0][0] if cells else ""
-
-
 @dataclass(frozen=True)
 class TonightResult:
     """Tonight's results (DIR/run.csv), read once: the table every later stage judges, and its cells."""
@@ -123,11 +117,11 @@ class TonightResult:
 
     @property
     def device_name(self) -> str:
-        return most_common(self.cells, "device_name")
+        return column_mode(self.cells, "device_name")
 
     @property
     def arch(self) -> str:
-        return most_common(self.cells, "arch")
+        return column_mode(self.cells, "arch")
 
     @property
     def device(self) -> str:

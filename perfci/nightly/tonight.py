@@ -24,11 +24,11 @@ from perfci.config import ProjectConfig, load_config
 from perfci.errors import EXIT_REGRESSION, PerfciError
 from perfci.files import atomic_write_text
 from perfci.merge.core import ShardFile, merge_files, merge_shards, render_merged
-from perfci.model import ResultTable
+from perfci.model import ResultTable, column_mode
 from perfci.nightly import core
 from perfci.nightly.bench import measure
 from perfci.nightly.children import ChildCrash, expect, run_perfci
-from perfci.nightly.state import Log, NightConfig, Project, Sources, StageOutcome, TonightResult, most_common
+from perfci.nightly.state import Log, NightConfig, Project, Sources, StageOutcome, TonightResult
 from perfci.results import read_results_cells, read_results_text
 from perfci.suites import load_suite, suite_is_a_path
 
@@ -94,7 +94,7 @@ def tonight(cfg: NightConfig, p: Project, log: Log) -> StageOutcome[TonightResul
     if {c.get("git_sha", "") for c in cells} == {""} and head:
         text, table, cells = _fill_sha(run_path, table, cells, head)
         log.notes.append(f"tonight's run names no commit (git_sha empty); recorded as --repo's HEAD {head[:12]}")
-    sha = core.strip_dirty(most_common(cells, "git_sha")) or head
+    sha = core.strip_dirty(column_mode(cells, "git_sha")) or head
     t = TonightResult(run_path, text, table, cells, sha, incomplete)
     counts = Counter(s for _, s in t.statuses)
     told = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))

@@ -6,10 +6,11 @@ Pure: two environments (column -> value) in, the differences out.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Iterable, Mapping
 
 from perfci.history.model import RunInfo
+from perfci.model import column_mode
+
 
 COLUMNS = (("driver", "driver"), ("runtime", "runtime"), ("torch", "torch"), ("triton", "Triton"))
 
@@ -17,13 +18,8 @@ COLUMNS = (("driver", "driver"), ("runtime", "runtime"), ("torch", "torch"), ("t
 def environment(cells: Iterable[Mapping[str, str]]) -> dict[str, str]:
     """The run's value of each toolchain column: the most common non-empty one among its rows."""
     rows = list(cells)
-    out = {}
-    for column, _ in COLUMNS:
-        values = [str(r.get(column) or "").strip() for r in rows]
-        values = [v for v in values if v]
-        if values:
-            out[column] = Counter(values).most_common(1)[0][0]
-    return out
+    values = {column: column_mode(rows, column, skip_empty=True) for column, _ in COLUMNS}
+    return {column: value for column, value in values.items() if value}
 
 
 def of_run(info: RunInfo) -> dict[str, str]:

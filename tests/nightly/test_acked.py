@@ -46,7 +46,7 @@ def acked_store(tmp: Path, upto: int, sha: str = S, when: str | None = None) -> 
 def since_ack(st: Path, cur: Path) -> dict:
     found = triaged.case_triage(load_triage(st), STEPPED, "decode")
     table, cells = read_results_cells(str(cur))
-    return {t.key: t for t in acked.judge_acknowledged(store.load(str(st)), str(cur), table, cells, found, None, 5)}
+    return {t.key: t for t in acked.judge_acknowledged(store.load(str(st)), table, cells, found, None, 5)}
 
 
 def moved(judged: dict) -> set:
