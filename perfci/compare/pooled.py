@@ -30,7 +30,7 @@ How a case is judged (log time)
    label, limma's empirical Bayes within the family, a weight of at most 8
    nights, never below the lower 95% bound of the case's own variance; a small
    family takes its kernel's, else the suite's, at least the profile's one-run
-   spread). A suite-wide prior shrank split-K cases that move 3% between
+   spread or the suite's own upper bound where lower). A suite-wide prior shrank split-K cases that move 3% between
    processes to the suite's 0.5% and called them regressed. The moderated
    variance is never taken below ``mean(v_i)``: a level cannot be steadier from
    night to night than its own repeats let it be (on the H200 a cuBLAS GEMM's

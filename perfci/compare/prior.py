@@ -19,7 +19,17 @@ pattern, one way of being disturbed):
 * a smaller one takes its kernel's (the label without its variant) when that is
   big enough, else the suite's, and never less than the noise profile's
   one-run spread (``floor / (1.25 * 2.576 * sqrt 2)``, 1.2% on the H200), worth
-  ``profile_prior_nights``;
+  ``profile_prior_nights``, or than the suite's own bound where that is lower
+  (``suite_floor``): the profile is the whole device's, split-K's 3% included,
+  and a team's suite of three kernels whose nights agree within 0.3% was held
+  to it, with two stored nights every interval ±4.4% and every case of an
+  unchanged night sent to confirm. The bound is the upper 95% confidence bound
+  of the suite's between-night variance pooled over its kernels, each kernel
+  counted as **one** series of K-1 degrees of freedom (its cases share each
+  night's process and clocks, so they are not independent): three kernels at
+  K = 2 give 3 degrees of freedom, a bound 2.4 times the pooled spread. A noisy
+  kernel raises the pool, and with it the bound, so a suite with one never gets
+  below the profile;
 * the prior's weight is capped at ``max_prior_nights``: the cases of a family
   share each night, so 16 cases over 3 nights are not 32 independent degrees of
   freedom about the next night (a process that slows every split-K case by 2%
@@ -51,6 +61,9 @@ class PriorOptions:
     profile_prior_nights: float = 2.0  # d0 when the prior is the profile's
     max_prior_nights: float = 8.0  # cap on d0 (the suite scope's old value: 1e4)
     own_bound: float | None = 0.95  # never below this lower confidence bound of the case's own variance; None: off
+    # The least a small family's prior may be: the profile's one-run spread, or the suite's own upper bound
+    # (at this level, each kernel one series) where that is lower; None: the profile's always.
+    suite_floor: float | None = 0.95
 
 
 @dataclass(frozen=True)
@@ -58,7 +71,7 @@ class Prior:
     d0: float  # weight of the prior, in degrees of freedom (inf: every case alike)
     intercept: float  # log s0^2 = intercept + slope * log(base us)
     slope: float
-    source: str  # "family" | "kernel" | "suite" | "profile"
+    source: str  # "family" | "kernel" | "suite" | "profile" | "suite bound" (the suite's own nights, bounded)
     group: str = ""  # the family or kernel it was learned from; "" for the suite and the profile
 
     def s0sq(self, base_us: float) -> float:
@@ -100,11 +113,37 @@ def limma_prior(cases: Sequence[CaseVariance], source: str, group: str, cap: flo
     return Prior(d0, intercept, slope, source, group)
 
 
-def suite_prior(cases: Sequence[CaseVariance], profile: NoiseProfile, opts: PriorOptions) -> Prior:
-    """One prior for every case: from the suite when it has enough cases, else the profile."""
+def suite_bound(cases: Mapping[tuple[str, str, str], CaseVariance], level: float) -> float | None:
+    """The upper LEVEL bound of the suite's between-night variance, each kernel one series of K-1 degrees of freedom.
+
+    A kernel's variance is its cases' pooled (they share its nights); its degrees
+    of freedom are its longest case's K-1, not the sum over its cases.
+    """
+    kernels: dict[str, list[CaseVariance]] = {}
+    for key, c in cases.items():
+        if c.k >= 2:
+            kernels.setdefault(kernel_of(key[0]), []).append(c)
+    series = [(sum((c.k - 1) * c.var for c in cs) / sum(c.k - 1 for c in cs), float(max(c.k for c in cs) - 1))
+              for cs in kernels.values()]
+    bound = stats.pooled_upper_bound(series, level)
+    return None if bound is None else bound[0]
+
+
+def floor_prior(cases: Mapping[tuple[str, str, str], CaseVariance], profile: NoiseProfile,
+                opts: PriorOptions) -> Prior:
+    """The least a small family's prior may be: the profile's one-run spread, or the suite's bound where lower."""
+    prof = profile_prior(profile, opts)
+    bound = None if opts.suite_floor is None else suite_bound(cases, opts.suite_floor)
+    if bound is None or bound >= prof.s0sq(1.0):
+        return prof
+    return Prior(prof.d0, math.log(max(bound, 1e-12)), 0.0, "suite bound")
+
+
+def suite_prior(cases: Sequence[CaseVariance], floor: Prior, opts: PriorOptions) -> Prior:
+    """One prior for every case: from the suite when it has enough cases, else FLOOR (:func:`floor_prior`)."""
     usable = [c for c in cases if c.k >= 2]
     if len(usable) < opts.min_prior_cases:
-        return profile_prior(profile, opts)
+        return floor
     return limma_prior(usable, "suite", "", opts.max_prior_nights)
 
 
@@ -120,7 +159,8 @@ def case_priors(cases: Mapping[tuple[str, str, str], CaseVariance], profile: Noi
                 opts: PriorOptions) -> dict[tuple[str, str, str], Prior]:
     """The prior each case is moderated towards (see the module docstring)."""
     usable = {key: c for key, c in cases.items() if c.k >= 2}
-    suite = suite_prior(list(usable.values()), profile, opts)
+    floor = floor_prior(usable, profile, opts)
+    suite = suite_prior(list(usable.values()), floor, opts)
     if opts.scope == "suite":
         return {key: suite for key in cases}
     groups: dict[tuple[str, str], list[CaseVariance]] = {}
@@ -129,7 +169,7 @@ def case_priors(cases: Mapping[tuple[str, str, str], CaseVariance], profile: Noi
         groups.setdefault(("kernel", kernel_of(key[0])), []).append(c)
     learned = {g: limma_prior(v, g[0], g[1], opts.max_prior_nights) for g, v in groups.items()
                if len(v) >= opts.min_family_cases}
-    small = _at_least(suite, profile_prior(profile, opts))
+    small = _at_least(suite, floor)
     out = {}
     for key, c in cases.items():
         prior = learned.get(("family", family(key[0]))) or learned.get(("kernel", kernel_of(key[0])))

@@ -29,7 +29,7 @@ from __future__ import annotations
 from perfci.stats.fdr import benjamini_hochberg
 from perfci.stats.one_sample import (ONE_SAMPLE_METHODS, Estimate, Location, one_sample, signed_rank, t_estimate,
                                      t_interval, trimmed_mean_interval)
-from perfci.stats.prior import limma_fit, moderated_variance, trigamma_inverse
+from perfci.stats.prior import limma_fit, moderated_variance, pooled_upper_bound, trigamma_inverse
 from perfci.stats.proportion import wilson
 from perfci.stats.robust import (BIWEIGHT_C, HUBER_C, MAD_TO_SD, CommonMode, biweight_coefficients, common_mode,
                                  huber_coefficients, huber_fit, mad_spread, median, robust_spread,
@@ -42,7 +42,7 @@ __all__ = [
     "ALTERNATIVES", "BIWEIGHT_C", "EXACT_MAX_N", "HUBER_C", "MAD_TO_SD", "MWU", "ONE_SAMPLE_METHODS", "CommonMode",
     "Estimate", "Location", "Shift", "benjamini_hochberg", "biweight_coefficients", "bootstrap_shift",
     "common_mode", "geometric_looks", "hodges_lehmann", "huber_coefficients", "huber_fit", "limma_fit",
-    "mad_spread", "mann_whitney", "median", "min_pvalue", "moderated_variance", "one_sample", "open_share",
+    "mad_spread", "mann_whitney", "median", "min_pvalue", "moderated_variance", "one_sample", "open_share", "pooled_upper_bound",
     "planned_share", "robust_spread", "shift_design", "signed_rank", "t_estimate", "t_interval",
     "trigamma_inverse", "trimmed_mean_interval", "wilson",
 ]

@@ -80,3 +80,20 @@ def moderated_variance(var: float, df: int, prior_var: float, prior_df: float,
 
         s2 = max(s2, df * var / float(sps.chi2.ppf(own_bound, df)))
     return s2, prior_df + df
+
+
+def pooled_upper_bound(series: Sequence[tuple[float, float]], level: float) -> tuple[float, float] | None:
+    """(the upper LEVEL confidence bound of a variance pooled over SERIES, its degrees of freedom), or None.
+
+    SERIES: (variance, degrees of freedom) of each independent series; the pooled
+    variance ``sum(d s^2) / sum(d)`` on ``sum(d)`` degrees of freedom, bounded by
+    chi-square: ``sum(d) s^2 / chi2.ppf(1 - level, sum(d))``. None without any.
+    """
+    from scipy import stats as sps  # scipy: heavy, and only the pooled compare needs it
+
+    df = float(sum(d for _, d in series))
+    if df <= 0:
+        return None
+    pooled = sum(v * d for v, d in series) / df
+    return df * pooled / float(sps.chi2.ppf(1.0 - level, df)), df
+

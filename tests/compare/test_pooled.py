@@ -10,7 +10,7 @@ from perfci.compare import CompareOptions
 from perfci.compare.noise import profile_for_arch
 from perfci.history import store
 from perfci.compare.pooled import PooledOptions, build_baseline, judge
-from perfci.compare.prior import CaseVariance, PriorOptions, case_priors, suite_prior
+from perfci.compare.prior import CaseVariance, PriorOptions, case_priors, floor_prior, suite_prior
 from perfci.results import COLUMNS, read_results, render_rows_csv
 from perfci.verdict import Verdict
 from tests.history.synth import night_rows, write_night
@@ -146,8 +146,12 @@ def test_the_prior_comes_from_the_family_then_the_suite_then_the_profile(five):
     assert all(0 < p.d0 <= PriorOptions().max_prior_nights for p in b.priors.values())
     small = {key: CaseVariance(p.k, p.var, p.center) for key, p in b.pools.items() if key[0] == "matmul_tiled"}
     four = dict(list(small.items())[:4])
-    assert suite_prior(list(four.values()), profile, PriorOptions()).source == "profile"
-    assert {p.source for p in case_priors(four, profile, PriorOptions()).values()} == {"profile"}
+    # Four cases are too few to learn a prior: the floor's, the profile's, or lower where their own nights
+    # (one kernel of five nights: 4 degrees of freedom) bound them below it.
+    off = PriorOptions(suite_floor=None)
+    assert suite_prior(list(four.values()), floor_prior(four, profile, off), off).source == "profile"
+    assert {p.source for p in case_priors(four, profile, off).values()} == {"profile"}
+    assert {p.source for p in case_priors(four, profile, PriorOptions()).values()} == {"suite bound"}
     assert {p.source for p in case_priors(small, profile, PriorOptions(scope="suite")).values()} == {"suite"}
     # Pure: the same tables give the same comparison.
     cur = read_results(write_night(five / "pure.csv", 13))
