@@ -3,7 +3,8 @@
     python benchmarks/history_validation.py [--out report.md] [--series 10] [--nights 30] [--quick]
                                             [--only pooled|changepoints|stored-nights] [--cp-alpha 0.01]
                                             [--pooled default|no-absolute-floor|suite-prior|2026-11-30]
-                                            [--subsets 3]
+                                            [--subsets 3] [--only team-suites --team-draws 500
+                                            --team-rules both|today]
 
 1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
    false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
@@ -35,10 +36,21 @@
    shift over every case, no absolute floor) and today's, side by side; then the two nights with real
    changes (decode n2's gemv-tile, prefill's GROUP_M plant) judged against every night before them.
 
+4. Team-like suites (`--only team-suites`): a small team's suite of 3-4 families of 2-3 cases, drawn
+   (--team-draws per suite, seeded) from part 3's stored nights: a random tonight, a store of K = 2, 3, 4
+   of the other nights, the drawn cases only in every table (so the suite prior, the family priors and
+   the common-mode fits see what a real small suite gives them). Judged with today's options and
+   `PriorOptions.suite_floor` False (a small family's prior at least the profile's one-run spread) and
+   True (the lead's floor lowered to the suite's own pooled between-night variance): A/A verdict shares,
+   each drawn family in turn +3% (flagged, regressed, and how much of the 3% its estimates kept), per K
+   and per family (split-K included: the families that move ~3% between processes). Where PriorOptions
+   has no suite_floor yet, `--team-rules today` runs today's rule alone; `both` then stops with one line.
+
 Time: about 9 minutes on a 2-core CPU machine for parts 1-2 (--quick: one history subset per K),
-7 for part 3 (--subsets 3). Pass: the change-point goals, a +3% step found within +-1 night in
->= 90% of step series and >= 95% of flat series without a change; part 3, false regressed <= 1% of
-cases per night on average and +3% on a family flagged in >= 90% of its cases, at every K.
+7 for part 3 (--subsets 3), part 4 about 2 minutes per rule (500 draws per suite, 0.14 s a draw and rule).
+Pass: the change-point goals, a +3% step found within +-1 night in
+>= 90% of step series and >= 95% of flat series without a change; parts 3 and 4, false regressed <= 1%
+of cases per night on average and +3% on a family flagged in >= 90% of its cases, at every K.
 The committed runs: benchmarks/results/history-2026-11-30b/report.md (parts 1-2),
 benchmarks/results/history-2026-12-01/stored-nights.md (part 3).
 """
@@ -49,7 +61,7 @@ import itertools
 import math
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +74,7 @@ from perfci.compare.noise import profile_for_arch  # noqa: E402
 from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
 from perfci.compare.pooled import PooledOptions, build_baseline, judge  # noqa: E402
 from perfci.compare.prior import PriorOptions  # noqa: E402
+from perfci.files import atomic_write_text  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
 
@@ -325,6 +338,200 @@ def stored_night_report(subsets: int) -> list[str]:
     return text
 
 
+# 4. Team-like suites: 8-10 cases in 3-4 families of 2-3 cases, drawn from the stored nights.
+TEAM_KS = (2, 3, 4)
+TEAM_DRAWS = 500  # per suite: about 5 minutes for both rules on a 2-core CPU
+# (rule, PriorOptions.suite_floor): today's floor for small families (at least the profile's one-run spread, worth
+# profile_prior_nights) and the lead's lowered one (the suite's own pooled between-night variance, where below).
+TEAM_RULES = (("today (suite_floor False)", False), ("new (suite_floor True)", True))
+FLAGGED = ("regressed", "inconclusive")  # a +3% plant is found when it is not unchanged (confirm decides it)
+
+
+def has_suite_floor() -> bool:
+    """Whether this tree's PriorOptions has the lead's ``suite_floor`` (until it lands, only today's rule runs)."""
+    return "suite_floor" in {f.name for f in fields(PriorOptions)}
+
+
+def team_options(suite_floor: bool) -> PooledOptions:
+    """Part 3's "today" options, with PriorOptions.suite_floor set; without the field, today's rule is the default."""
+    popts = PooledOptions()
+    if not has_suite_floor():
+        if suite_floor:  # main() refuses this before any work; kept so that a caller cannot get today's rule silently
+            raise ValueError("PriorOptions has no field suite_floor")
+        return popts
+    return replace(popts, prior=replace(popts.prior, suite_floor=suite_floor))
+
+
+@dataclass(frozen=True)
+class TeamDraw:
+    """One small suite: tonight, its store (K takes the first K), its families and the cases drawn of each."""
+
+    suite: str
+    tonight: int  # index into stored_nights(suite)
+    store: tuple[int, ...]  # max(TEAM_KS) of the other nights, in random order; K = k uses store[:k]
+    families: tuple[str, ...]
+    keys: frozenset  # the drawn cases, ok on tonight and on every night of the store
+
+
+def draw_team_suites(suite: str, nights: list[tuple[str, ResultTable]], draws: int,
+                     rng: np.random.Generator) -> list[TeamDraw]:
+    """DRAWS small suites of SUITE: a random tonight and store, then 3 or 4 families among those with >= 2 cases ok
+    on every night of the draw (decode's gemv is not on n2), 2 or 3 of each family's cases."""
+    out = []
+    for _ in range(draws):
+        tonight = int(rng.integers(len(nights)))
+        others = [i for i in range(len(nights)) if i != tonight]
+        store = tuple(int(i) for i in rng.permutation(others)[:max(TEAM_KS)])
+        ok = None
+        for i in (tonight, *store):
+            mine = {r.key for r in nights[i][1].rows if r.status == "ok" and r.median_us}
+            ok = mine if ok is None else ok & mine
+        by_family: dict[str, list] = {}
+        for key in sorted(ok):
+            by_family.setdefault(key[0], []).append(key)
+        eligible = sorted(f for f, v in by_family.items() if len(v) >= 2)
+        n_fam = min(int(rng.integers(3, 5)), len(eligible))  # prefill has 3 families of >= 2 cases
+        families = tuple(sorted(rng.choice(eligible, size=n_fam, replace=False).tolist()))
+        keys = set()
+        for f in families:
+            cases = by_family[f]
+            take = min(int(rng.integers(2, 4)), len(cases))
+            keys.update(cases[j] for j in rng.choice(len(cases), size=take, replace=False))
+        out.append(TeamDraw(suite, tonight, store, families, frozenset(keys)))
+    return out
+
+
+def only_cases(table: ResultTable, keys: frozenset) -> ResultTable:
+    return replace(table, rows=tuple(r for r in table.rows if r.key in keys))
+
+
+class TeamTally:
+    """Per (suite, rule, K): A/A verdict counts and per-draw outcomes; per (.., family): the plants' and A/A's."""
+
+    def __init__(self):
+        self.aa: dict = {}  # (suite, rule, k) -> {verdict: cases}
+        self.nights: dict = {}  # (suite, rule, k) -> [draws, with a false regressed, needing no confirm]
+        # (suite, rule, k, family) -> [cases, flagged, regressed, sum of log(estimate planted / estimate A/A)]
+        self.plant: dict = {}
+        self.family_aa: dict = {}  # (suite, rule, k, family) -> [cases, regressed, inconclusive]
+
+    def add_aa(self, suite, rule, k, cases):
+        judged = [c for c in cases if c.verdict not in JUDGED_OUT]
+        counts = self.aa.setdefault((suite, rule, k), {})
+        for c in judged:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+            t = self.family_aa.setdefault((suite, rule, k, c.kernel), [0, 0, 0])
+            t[0] += 1
+            t[1] += c.verdict == "regressed"
+            t[2] += c.verdict == "inconclusive"
+        n = self.nights.setdefault((suite, rule, k), [0, 0, 0])
+        n[0] += 1
+        n[1] += any(c.verdict == "regressed" for c in judged)
+        n[2] += all(c.verdict == "unchanged" for c in judged)
+
+    def add_plant(self, suite, rule, k, family, cases, aa_cases):
+        """The plant's verdicts on FAMILY's cases, and how much of the 3% their estimates kept against the A/A's
+        (tonight's suite shift, fitted on few cases, can take a share of a family's change)."""
+        aa = {c.key: c.ratio for c in aa_cases if c.ratio}
+        t = self.plant.setdefault((suite, rule, k, family), [0, 0, 0, 0.0])
+        for c in cases:
+            if c.kernel == family and c.verdict not in JUDGED_OUT:
+                t[0] += 1
+                t[1] += c.verdict in FLAGGED
+                t[2] += c.verdict == "regressed"
+                t[3] += math.log(c.ratio / aa[c.key]) if c.ratio and c.key in aa else math.log(1.03)
+
+
+def team_suite_runs(suite: str, draws: int, rules, tally: TeamTally, seed: int = 11) -> list[TeamDraw]:
+    """Judge each drawn small suite's tonight against its store at every K, under each rule: A/A, then each of its
+    families in turn +3% (the drawn cases only: the others are not in the tables)."""
+    nights = stored_nights(suite)
+    team = draw_team_suites(suite, nights, draws, np.random.default_rng(seed))
+    for d in team:
+        tonight = only_cases(nights[d.tonight][1], d.keys)
+        planted_nights = {f: family_planted(tonight, f, 1.03) for f in d.families}
+        for k in TEAM_KS:
+            history = [(suite, only_cases(nights[i][1], d.keys)) for i in d.store[:k]]
+            for rule, suite_floor in rules:
+                popts = replace(team_options(suite_floor), nights=k)
+                baseline = build_baseline(history, PROFILE, popts, "sm_90")
+                aa = judge(baseline, tonight, suite, "sm_90", PROFILE, CompareOptions(), popts).cases
+                tally.add_aa(suite, rule, k, aa)
+                for f, cur in planted_nights.items():
+                    tally.add_plant(suite, rule, k, f, judge(baseline, cur, suite, "sm_90", PROFILE,
+                                                             CompareOptions(), popts).cases, aa)
+    return team
+
+
+def team_k_table(tally: TeamTally, k: int, rules) -> list[str]:
+    out = ["| suite | rule | draws | A/A unchanged / inconclusive / false regressed / improved | A/A nights with a "
+           "false regressed | A/A nights all unchanged (no confirm) | +3% on a family: flagged | of them regressed | "
+           "+3% seen as | worst family: flagged (regressed) |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
+    for suite in sorted({s for (s, _, _) in tally.aa}):
+        for rule, _ in rules:
+            aa = tally.aa.get((suite, rule, k))
+            if aa is None:
+                continue
+            total = sum(aa.values())
+            draws, alarmed, clean = tally.nights[(suite, rule, k)]
+            plants = {f: v for (s, r, kk, f), v in tally.plant.items() if (s, r, kk) == (suite, rule, k)}
+            cases, flagged, regressed, seen = (sum(v[i] for v in plants.values()) for i in range(4))
+            worst = min(plants, key=lambda f: plants[f][1] / max(plants[f][0], 1))
+            wc, wf, wr, _ = plants[worst]
+            out.append(f"| {suite} | {rule} | {draws} | {_share(aa.get('unchanged', 0), total)} / "
+                       f"{_share(aa.get('inconclusive', 0), total)} / {_share(aa.get('regressed', 0), total)} / "
+                       f"{_share(aa.get('improved', 0), total)} | {_share(alarmed, draws)} | {_share(clean, draws)} | "
+                       f"{_share(flagged, cases)} | {_share(regressed, cases)} | {_seen(seen, cases)} | "
+                       f"{worst}: {_share(wf, wc)} ({_share(wr, wc)}) |")
+    return out
+
+
+def team_family_table(tally: TeamTally, rule: str) -> list[str]:
+    out = ["| suite | family | " + " | ".join(f"K = {k}: +3% flagged (regressed), seen as; A/A regressed, "
+                                             "inconclusive" for k in TEAM_KS) + " |",
+           "|---|---|" + "---|" * len(TEAM_KS)]
+    for suite, family in sorted({(s, f) for (s, r, _, f) in tally.plant if r == rule}):
+        cells = []
+        for k in TEAM_KS:
+            c, f, g, seen = tally.plant.get((suite, rule, k, family), (0, 0, 0, 0.0))
+            n, a, h = tally.family_aa.get((suite, rule, k, family), (0, 0, 0))
+            cells.append(f"{_share(f, c)} ({_share(g, c)}), {_seen(seen, c)}; {_share(a, n)}, {_share(h, n)} of {n}"
+                         if c else "-")
+        out.append(f"| {suite} | {family} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _seen(log_sum: float, n: int) -> str:
+    """The mean change the planted cases' estimates moved by, from a sum of log ratios."""
+    return f"{100 * math.expm1(log_sum / n):+.1f}%" if n else "-"
+
+
+def team_suite_report(draws: int, rules) -> list[str]:
+    text = ["## 4. Team-like suites: 3-4 families of 2-3 cases, drawn from the stored H200 nights", "",
+            f"{draws} draws per suite (seeded) from part 3's stored nights of decode and prefill: a random "
+            f"tonight, a random store of {max(TEAM_KS)} of the other nights (K = k uses its first k, so the K "
+            "columns are paired), 3 or 4 families (kernel labels) among those with at least 2 cases ok on every "
+            "night of the draw, and 2 or 3 of each family's cases, the same cases on every night. Only the drawn "
+            "cases are in the tables, so the suite's prior, the common-mode fits (`min_common_mode_cases`, "
+            "`min_night_mode_cases`) and the family priors work as they do for a real small suite; options: part "
+            "3's today's (`PooledOptions()`), with `PriorOptions.suite_floor` False (today's floor for small "
+            "families) or True (the lowered floor). Both rules judge the same draws and stores. A/A: tonight as "
+            "it is, shares of its judged cases; a night needs a confirm unless all its cases are `unchanged`. "
+            "+3%: each drawn family in turn 3% slower in tonight's night; flagged: `regressed` or `inconclusive`;"
+            " seen as: the mean move of the planted cases' estimates against the same cases' A/A estimates (3% "
+            "less what tonight's suite shift took). Goals as part 3: false regressed <= 1% of cases, flagged >= "
+            "90%. prefill has 3 families with 2 or more cases (matmul_tiled, matmul_persistent, torch_matmul; its"
+            " epilogue variants have one case each), so its draws have 3.", ""]
+    tally = TeamTally()
+    for suite in ("decode", "prefill"):
+        team_suite_runs(suite, draws, rules, tally)
+    for k in TEAM_KS:
+        text += [f"### K = {k} stored nights", "", *team_k_table(tally, k, rules), ""]
+    for rule, _ in rules:
+        text += [f"### Per family, {rule}", "", *team_family_table(tally, rule), ""]
+    return text
+
+
 def power_table(tally: Tally, ks) -> list[str]:
     out = ["| K nights | method | A/A false regressed/improved | A/A inconclusive | duration | cases tried | "
            "found +3% | +5% | +10% |", "|---:|---|---:|---:|---|---:|---:|---:|---:|"]
@@ -434,19 +641,35 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one history subset per K (a smoke run)")
     parser.add_argument("--cp-alpha", type=float, default=ChangeOptions().alpha,
                         help="change points: alpha per series (default: perfci history check's)")
-    parser.add_argument("--only", choices=("pooled", "changepoints", "stored-nights"), help="run one part only")
+    parser.add_argument("--only", choices=("pooled", "changepoints", "stored-nights", "team-suites"),
+                        help="run one part only")
     parser.add_argument("--pooled", choices=sorted(PRESETS), default="default",
                         help="pooled options of part 1: today's default, without its absolute floor, the rule "
                              "before per-family priors (suite-prior; absolute-floor: it with the absolute floor), "
                              "or the method of 2026-11-30 (nightly medians, median common mode, absolute floor)")
     parser.add_argument("--subsets", type=int, default=3,
                         help="part 3: stores of K nights drawn per held-out night and K (default 3)")
+    parser.add_argument("--team-draws", type=int, default=TEAM_DRAWS,
+                        help=f"part 4: small suites drawn per suite (default {TEAM_DRAWS})")
+    parser.add_argument("--team-rules", choices=("both", "today"), default="both",
+                        help="part 4: judge with suite_floor False and True (both), or today's rule only (today: "
+                             "runs where PriorOptions has no suite_floor yet)")
     args = parser.parse_args()
+    do_team = args.only in (None, "team-suites")
+    if args.team_draws < 1:
+        print(f"error: --team-draws must be at least 1, got {args.team_draws}", file=sys.stderr)
+        return 2
+    rules = TEAM_RULES if args.team_rules == "both" else TEAM_RULES[:1]
+    if do_team and args.team_rules == "both" and not has_suite_floor():
+        print("error: perfci.compare.prior.PriorOptions has no field suite_floor in this tree (the lowered floor "
+              "is not in it yet): pass --team-rules today to run today's rule only", file=sys.stderr)
+        return 2
     started = time.time()
     popts = PRESETS[args.pooled]
     do_pooled, do_cp, do_stored = (args.only in (None, part) for part in ("pooled", "changepoints", "stored-nights"))
-    scope = ("quick: one subset per K" if args.quick else "every history subset") if args.only != "stored-nights" \
-        else f"part 3 only, {args.subsets} stores per night and K"
+    scope = {"stored-nights": f"part 3 only, {args.subsets} stores per night and K",
+             "team-suites": f"part 4 only, {args.team_draws} draws per suite"}.get(
+        args.only, "quick: one subset per K" if args.quick else "every history subset")
 
     text = ["# History: pooled baselines and change points on real H200 nights", "",
             "Built by `python benchmarks/history_validation.py` from committed files only "
@@ -491,9 +714,11 @@ def main() -> int:
              "Told there is one step:", "", *changepoint_table(cp, "told", NOISE, False), ""]
     if do_stored:
         text += stored_night_report(args.subsets)
+    if do_team:
+        text += team_suite_report(args.team_draws, rules)
     text += [f"Run time: {time.time() - started:.0f} s.", ""]
     if args.out:
-        Path(args.out).write_text("\n".join(text))
+        atomic_write_text(args.out, "\n".join(text))
     print("\n".join(text))
     return 0
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A team's repository of eight cases on a GPU, nights and a bisect with warm workers, each timed.
+# A team's repository of eight to ten cases on a GPU, nights and a bisect with warm workers, each timed.
 # perfci is the installed tool (the wheel carried in .whl/; nothing of perfci's checkout on the path).
 #
 # The repository (gemmlab, from examples/kernel-repo): its tiled Triton GEMM at three shapes, an
-# autotuned Triton GEMM (@triton.autotune over four close configs) at three shapes, and
-# torch.matmul at two; fp16. A plant makes the tiled GEMM walk part of K again with a zero
-# multiplier (slower, still correct).
+# autotuned Triton GEMM (@triton.autotune over four close configs) at three shapes, torch.matmul
+# at two, and (LIB=flaggems) FlagGems' mm at two; fp16. A plant makes the tiled GEMM walk part of
+# K again with a zero multiplier (slower, still correct).
 #
 #   MODE=bisect     two `perfci run gemm` (each case's phases in run-*.jsonl), then eight commits, the
 #                   third a +20% plant (K // 5); `perfci bisect HEAD~8 HEAD --suite gemm --case ...`
@@ -14,25 +14,50 @@
 #                   followed by a night (unchanged nights: each night's stages and seconds)
 #   MODE=red        night 1, then eight commits whose third is a plant (PLANT, default K // 10: 7 more
 #                   of the 1024-K GEMMs' 64 K-steps; K // 32: 2 more, ~+3%), night 2: red, confirm,
-#                   bisect, the culprit; the team's repository checked as before
+#                   bisect, the culprit; the team's repository checked as before.
+#                   PLANT="(K // 40) * (K >= 4096)": the +3% plant on one case, the tiled GEMM's
+#                   64x4096x4096 (7 more of its 256 K-steps, +2.7% work; nothing where K < 4096)
+#   MODE=flip       as MODE=nights with FLIP=1: nights of docs-only commits, no change to any kernel;
+#                   each night says what compare and confirm called the autotuned cases (config-flip?)
+#   MODE=build      the team's repository only (committed), its suite listed by `perfci run
+#                   --list`: no GPU needed, no night
+#   LIB            flaggems (default): FlagGems' mm (flag_gems.ops.mm.mm, autotuned by its libtuner at
+#                  first call) at 64x4096x4096 and 2048x2048x2048, a Backend `flaggems_mm` in
+#                  kernels/perf.py that imports flag_gems in prepare (FlagGems imports only where
+#                  it finds a GPU); its time includes mm's allocation of C. The libtuner keeps its
+#                  picks in ~/.flaggems/config_cache/*.db, so only the machine's first process tunes
+#                  (22 configs of the H200's tune_configs.yaml, warmup 5, rep 10 ms); none: the eight
+#                  cases without it
+#   FLIP           1: the autotuned GEMM races two configs at 2048x2048x2048 (64x128 w4 and 128x128
+#                  w8, within 0.2% of each other on the H200) with a short benchmark (do_bench
+#                  warmup 1 ms, rep 5 ms), so processes pick differently; 0 (default, every mode but
+#                  flip): four configs, triton's default benchmark, as the earlier figures
 #   NIGHT_ARGS     more `perfci nightly` options (default: none, the workflow's defaults)
 #   BUDGET_S       the whole script's seconds (default 560)
 #
 # Needs the perfci wheel and gitpython's in .whl/ (python3 -m pip wheel --no-deps --no-build-isolation
-# -w .whl .; pip download GitPython gitdb smmap). Usage, from perfci's repository root:
+# -w .whl .; pip download GitPython gitdb smmap); LIB=flaggems also flag_gems 5.0.2's and its needs'
+# (sqlalchemy, greenlet, PyYAML, packaging: cp312 manylinux wheels where compiled). Usage, from
+# perfci's repository root:
 #   MODE=bisect bash benchmarks/gpu/warm_night.sh
 # Outputs in $OUT/r: log.txt, each night's nN/ (verdict.json, summary.md) and nN.err, bisect.json/.err.
 source benchmarks/gpu/setup.sh
-MODE=${MODE:-bisect}; NIGHT_ARGS=${NIGHT_ARGS:-}
+MODE=${MODE:-bisect}; NIGHT_ARGS=${NIGHT_ARGS:-}; LIB=${LIB:-flaggems}
+FLIP=${FLIP:-0}; [[ $MODE == flip ]] && FLIP=1
+case $MODE in bisect | nights | red | flip | build) ;; *) echo "warm_night: MODE=$MODE is not one of bisect nights red flip build" >&2; exit 2 ;; esac
+case $LIB in flaggems | none) ;; *) echo "warm_night: LIB=$LIB is not one of flaggems none" >&2; exit 2 ;; esac
 TEAM=/tmp/gemmlab
 rm -rf "$TEAM" /tmp/gemmlab-perf-history "$R"/n[0-9]*
-cp -r examples/kernel-repo "$TEAM"
 export PYTHONPATH=/tmp/site  # the installed tool only: the team's `kernels` must be the one imported
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} TRITON_INTERPRET=0
 read -r -a EXTRA <<< "$NIGHT_ARGS"
 demo_git
-cd "$TEAM" || exit 2
-cat > kernels/tuned.py <<'PY'
+
+# team_repo DIR: gemmlab in DIR, committed: kernels/tuned.py (FLIP: the race-prone variant), its
+# Backends in kernels/perf.py (LIB=flaggems: flaggems_mm too), bench/suites/gemm.toml.
+team_repo() {
+  cp -r examples/kernel-repo "$1" && cd "$1" || return 2
+  cat > kernels/tuned.py <<'PY'
 """gemmlab's autotuned GEMM: @triton.autotune picks one of four close configs at first call."""
 import torch
 import triton
@@ -73,7 +98,35 @@ def matmul(a, b, out):
                         out.stride(0), out.stride(1))
     return out
 PY
-cat >> kernels/perf.py <<'PY'
+  if ((FLIP)); then  # the race, in the base repository from night 1 on: no commit touches it
+    python3 - <<'PY'
+path = "kernels/tuned.py"
+src = open(path).read()
+old = '    key=["M", "N", "K"])\n'
+new = '''\
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _race_at_2048},
+    do_bench=lambda fn, quantiles: triton.testing.do_bench(fn, warmup=1, rep=5, quantiles=quantiles))
+'''
+race = '''
+
+def _race_at_2048(configs, named_args, **kwargs):
+    """At 2048x2048x2048 only the two configs the H200 timed within 0.2% of each other (64x128 w4,
+    128x128 w8): with a 5 ms benchmark each process's pick is close to a coin's."""
+    if (named_args["M"], named_args["N"], named_args["K"]) != (2048, 2048, 2048):
+        return configs
+    return [c for c in configs if c.kwargs["BLOCK_N"] == 128]
+'''
+head = "import triton.language as tl\n"
+assert old in src and head in src
+src = src.replace(old, new).replace(head, head + race, 1)
+src = src.replace("picks one of four close configs at first call.",
+                  "picks one of four close configs at first call;\nat 2048x2048x2048 "
+                  "one of two that tie, on a short benchmark (the planted config flip).")
+open(path, "w").write(src)
+PY
+  fi
+  cat >> kernels/perf.py <<'PY'
 
 
 @backend("gemmlab_tuned", description="gemmlab's autotuned Triton GEMM", dtypes=("fp16",))
@@ -91,17 +144,45 @@ def gemmlab_tuned(spec, device, seed):
 
 BACKENDS = [gemmlab_matmul, gemmlab_tuned]
 PY
-{
-  printf 'name = "gemm"\ndescription = "gemmlab: tiled, autotuned and torch GEMMs, fp16"\ndevices = ["cuda", "cpu"]\ndtype = "fp16"\n'
-  for t in "gemmlab_matmul 1024 1024 1024" "gemmlab_matmul 2048 2048 1024" "gemmlab_matmul 64 4096 4096" \
-           "gemmlab_tuned 1024 1024 1024" "gemmlab_tuned 2048 2048 2048" "gemmlab_tuned 64 4096 4096" \
-           "torch_matmul 2048 2048 2048" "torch_matmul 64 4096 4096"; do
-    read -r kern m n k <<< "$t"
-    printf '\n[[cases]]\nkernel = "%s"\nM = %s\nN = %s\nK = %s\n' "$kern" "$m" "$n" "$k"
-  done
-} > bench/suites/gemm.toml
-printf '__pycache__/\n' > .gitignore
-git init -q -b main && git add -A && git commit -qm "gemmlab: tiled, autotuned and torch GEMMs and their nightly suite"
+  if [[ $LIB == flaggems ]]; then
+    cat >> kernels/perf.py <<'PY'
+
+
+@backend("flaggems_mm", description="FlagGems' Triton mm (flag_gems.ops.mm.mm), its libtuner autotuning at "
+         "first call", dtypes=("fp16", "bf16"))
+def flaggems_mm(spec, device, seed):
+    # FlagGems imports only where it finds a GPU: imported here, in the measuring process, so that
+    # the suite is checked anywhere; perfci's wrapper for plain callables gives it its inputs
+    # (B the (K, N) view of the weight), the correctness gate and the poison.
+    if device.type != "cuda":
+        raise Unsupported("FlagGems runs on a GPU only")
+    from flag_gems.ops.mm import mm
+
+    return gemm(mm, "flaggems_mm").prepare(spec, device, seed)
+
+
+BACKENDS = [*BACKENDS, flaggems_mm]
+PY
+    sed -i 's/^from perfci.kernel import TOLERANCE, Prepared, backend, gemm_inputs, poisoner, reference$/from perfci.kernel import TOLERANCE, Prepared, Unsupported, backend, gemm, gemm_inputs, poisoner, reference/' kernels/perf.py
+    grep -q "Unsupported, backend, gemm," kernels/perf.py || { echo "team_repo: kernels/perf.py's import line moved" >&2; return 2; }
+  fi
+  local cases=("gemmlab_matmul 1024 1024 1024" "gemmlab_matmul 2048 2048 1024" "gemmlab_matmul 64 4096 4096"
+               "gemmlab_tuned 1024 1024 1024" "gemmlab_tuned 2048 2048 2048" "gemmlab_tuned 64 4096 4096"
+               "torch_matmul 2048 2048 2048" "torch_matmul 64 4096 4096")
+  [[ $LIB == flaggems ]] && cases+=("flaggems_mm 64 4096 4096" "flaggems_mm 2048 2048 2048")
+  local t kern m n k
+  {
+    printf 'name = "gemm"\ndescription = "gemmlab: tiled, autotuned%s and torch GEMMs, fp16"\n' \
+      "$([[ $LIB == flaggems ]] && echo ", FlagGems'")"
+    printf 'devices = ["cuda", "cpu"]\ndtype = "fp16"\n'
+    for t in "${cases[@]}"; do
+      read -r kern m n k <<< "$t"
+      printf '\n[[cases]]\nkernel = "%s"\nM = %s\nN = %s\nK = %s\n' "$kern" "$m" "$n" "$k"
+    done
+  } > bench/suites/gemm.toml
+  printf '__pycache__/\n' > .gitignore
+  git init -q -b main && git add -A && git commit -qm "gemmlab: tiled, autotuned and torch GEMMs and their nightly suite"
+}
 
 night() {  # night N: perfci nightly gemm in the team's repository, as the workflow runs it
   local n=$1 s=$SECONDS rc=0
@@ -113,8 +194,22 @@ night() {  # night N: perfci nightly gemm in the team's repository, as the workf
 import json, sys
 v = json.load(open(sys.argv[1] + "/verdict.json"))
 print(f"  exit {v['exit_code']}: {v['verdict']}")
+cases = v.get("cases") or []
+confirmed = {(c["kernel"], c["shape"], c["dtype"]): c for c in v.get("confirmed") or []}
+print(f"  flagged: {', '.join(' '.join(k) for k in v.get('flagged') or []) or 'none'}")
+for c in cases:
+    if c["verdict"] == "config-flip":
+        print(f"  config-flip: {c['kernel']} {c['shape']} {c['dtype']}: {c['reason']}")
 for c in v.get("confirmed") or []:
-    print(f"  confirmed: {c['kernel']} {c.get('shape', '')} {c['verdict']} {c.get('ratio', '')} ({c.get('rounds', '')} rounds)")
+    ratio = f"{c['ratio']:.3f}" if c.get("ratio") is not None else "-"
+    why = f": {c['reason']}" if c["verdict"] == "config-flip" else ""
+    print(f"  confirmed: {c['kernel']} {c.get('shape', '')} {c['verdict']} {ratio} ({c.get('rounds', '')} rounds){why}")
+# the autotuned cases (gemmlab_tuned, flaggems_mm), each night: what compare and confirm called them
+for c in cases:
+    if c["kernel"] in ("gemmlab_tuned", "flaggems_mm"):
+        conf = confirmed.get((c["kernel"], c["shape"], c["dtype"]))
+        told = f"{conf['verdict']} ({conf.get('reason', '')[:80]})" if conf else "-"
+        print(f"  autotuned {c['kernel']} {c['shape']}: compare {c['verdict']}; confirm {told}")
 if v.get("culprit"):
     print(f"  culprit: {v['culprit']['sha'][:12]} {v['culprit']['subject']}")
 for st in v["stages"]:
@@ -157,9 +252,17 @@ state() {
   git diff --cached --stat; git stash list; git worktree list
 }
 
+team_repo "$TEAM" || exit 2
 {
   python3 -c "import perfci, torch, triton; print('perfci', perfci.__file__, 'torch', torch.__version__, 'triton', triton.__version__)"
+  echo "MODE=$MODE LIB=$LIB FLIP=$FLIP: $(grep -c '^\[\[cases\]\]' bench/suites/gemm.toml) cases"
+  if [[ $LIB == flaggems && $MODE != build ]]; then  # FlagGems imports only where it finds a GPU
+    python3 -c "import flag_gems; print('flag_gems', flag_gems.__version__, flag_gems.__file__)"
+  fi
   case $MODE in
+    build)
+      python3 -m perfci run gemm --list --device cuda
+      ;;
     bisect)
       # where a fresh process's time goes, per case (phases in the JSON log), cold then warm caches
       measure run-cold 120 gemm --device cuda
@@ -174,7 +277,7 @@ state() {
       python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['status'], (r.get('culprit') or {}).get('sha','')[:12], (r.get('culprit') or {}).get('subject',''))" "$R/bisect.json"
       state > "$R/state-after.txt"; diff "$R/state-before.txt" "$R/state-after.txt" && echo "repository as before"
       ;;
-    nights)
+    nights | flip)
       night 1
       for ((i = 2; i <= ${NIGHTS:-3}; i++)); do
         printf 'note %s\n' "$i" >> USAGE.md; git add -A; git commit -qm "docs: note $i"; night "$i"
