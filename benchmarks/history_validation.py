@@ -4,7 +4,7 @@
                                             [--only pooled|changepoints|stored-nights] [--cp-alpha 0.01]
                                             [--pooled default|no-absolute-floor|suite-prior|2026-11-30]
                                             [--subsets 3] [--only team-suites --team-draws 500
-                                            --team-rules both|today]
+                                            --team-rules both|before]
 
 1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
    false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
@@ -40,11 +40,11 @@
    (--team-draws per suite, seeded) from part 3's stored nights: a random tonight, a store of K = 2, 3, 4
    of the other nights, the drawn cases only in every table (so the suite prior, the family priors and
    the common-mode fits see what a real small suite gives them). Judged with today's options and
-   `PriorOptions.suite_floor` False (a small family's prior at least the profile's one-run spread) and
-   True (the lead's floor lowered to the suite's own pooled between-night variance): A/A verdict shares,
+   `PriorOptions.suite_floor` None (the rule before: a small family's prior at least the profile's one-run
+   spread) and 0.95 (today: lowered to the suite's own upper bound where that is lower): A/A verdict shares,
    each drawn family in turn +3% (flagged, regressed, and how much of the 3% its estimates kept), per K
-   and per family (split-K included: the families that move ~3% between processes). Where PriorOptions
-   has no suite_floor yet, `--team-rules today` runs today's rule alone; `both` then stops with one line.
+   and per family (split-K included: the families that move ~3% between processes). `--team-rules before`
+   runs the rule before alone.
 
 Time: about 9 minutes on a 2-core CPU machine for parts 1-2 (--quick: one history subset per K),
 7 for part 3 (--subsets 3), part 4 about 2 minutes per rule (500 draws per suite, 0.14 s a draw and rule).
@@ -341,25 +341,16 @@ def stored_night_report(subsets: int) -> list[str]:
 # 4. Team-like suites: 8-10 cases in 3-4 families of 2-3 cases, drawn from the stored nights.
 TEAM_KS = (2, 3, 4)
 TEAM_DRAWS = 500  # per suite: about 5 minutes for both rules on a 2-core CPU
-# (rule, PriorOptions.suite_floor): today's floor for small families (at least the profile's one-run spread, worth
-# profile_prior_nights) and the lead's lowered one (the suite's own pooled between-night variance, where below).
-TEAM_RULES = (("today (suite_floor False)", False), ("new (suite_floor True)", True))
+# (rule, lowered): the floor for small families before (at least the profile's one-run spread, worth
+# profile_prior_nights) and today's (lowered to the suite's own upper bound, each kernel one series, where below).
+TEAM_RULES = (("before (profile floor)", False), ("today (suite bound)", True))
 FLAGGED = ("regressed", "inconclusive")  # a +3% plant is found when it is not unchanged (confirm decides it)
 
 
-def has_suite_floor() -> bool:
-    """Whether this tree's PriorOptions has the lead's ``suite_floor`` (until it lands, only today's rule runs)."""
-    return "suite_floor" in {f.name for f in fields(PriorOptions)}
-
-
 def team_options(suite_floor: bool) -> PooledOptions:
-    """Part 3's "today" options, with PriorOptions.suite_floor set; without the field, today's rule is the default."""
+    """Part 3's "today" options, the small families' floor lowered to the suite's bound (True) or not (False)."""
     popts = PooledOptions()
-    if not has_suite_floor():
-        if suite_floor:  # main() refuses this before any work; kept so that a caller cannot get today's rule silently
-            raise ValueError("PriorOptions has no field suite_floor")
-        return popts
-    return replace(popts, prior=replace(popts.prior, suite_floor=suite_floor))
+    return replace(popts, prior=replace(popts.prior, suite_floor=0.95 if suite_floor else None))
 
 
 @dataclass(frozen=True)
@@ -514,8 +505,8 @@ def team_suite_report(draws: int, rules) -> list[str]:
             "night of the draw, and 2 or 3 of each family's cases, the same cases on every night. Only the drawn "
             "cases are in the tables, so the suite's prior, the common-mode fits (`min_common_mode_cases`, "
             "`min_night_mode_cases`) and the family priors work as they do for a real small suite; options: part "
-            "3's today's (`PooledOptions()`), with `PriorOptions.suite_floor` False (today's floor for small "
-            "families) or True (the lowered floor). Both rules judge the same draws and stores. A/A: tonight as "
+            "3's today's (`PooledOptions()`), with `PriorOptions.suite_floor` None (the floor before: the profile's "
+            "one-run spread) or 0.95 (today's: lowered to the suite's own upper bound where below). Both rules judge the same draws and stores. A/A: tonight as "
             "it is, shares of its judged cases; a night needs a confirm unless all its cases are `unchanged`. "
             "+3%: each drawn family in turn 3% slower in tonight's night; flagged: `regressed` or `inconclusive`;"
             " seen as: the mean move of the planted cases' estimates against the same cases' A/A estimates (3% "
@@ -651,19 +642,14 @@ def main() -> int:
                         help="part 3: stores of K nights drawn per held-out night and K (default 3)")
     parser.add_argument("--team-draws", type=int, default=TEAM_DRAWS,
                         help=f"part 4: small suites drawn per suite (default {TEAM_DRAWS})")
-    parser.add_argument("--team-rules", choices=("both", "today"), default="both",
-                        help="part 4: judge with suite_floor False and True (both), or today's rule only (today: "
-                             "runs where PriorOptions has no suite_floor yet)")
+    parser.add_argument("--team-rules", choices=("both", "before"), default="both",
+                        help="part 4: judge with the rule before (the profile's floor) and today's, or the rule before only")
     args = parser.parse_args()
     do_team = args.only in (None, "team-suites")
     if args.team_draws < 1:
         print(f"error: --team-draws must be at least 1, got {args.team_draws}", file=sys.stderr)
         return 2
     rules = TEAM_RULES if args.team_rules == "both" else TEAM_RULES[:1]
-    if do_team and args.team_rules == "both" and not has_suite_floor():
-        print("error: perfci.compare.prior.PriorOptions has no field suite_floor in this tree (the lowered floor "
-              "is not in it yet): pass --team-rules today to run today's rule only", file=sys.stderr)
-        return 2
     started = time.time()
     popts = PRESETS[args.pooled]
     do_pooled, do_cp, do_stored = (args.only in (None, part) for part in ("pooled", "changepoints", "stored-nights"))

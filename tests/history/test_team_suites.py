@@ -1,9 +1,10 @@
-"""benchmarks/history_validation.py part 4 (team-like suites): its draws and its refusal without suite_floor."""
+"""benchmarks/history_validation.py part 4 (team-like suites): its draws and its two rules."""
 from __future__ import annotations
 
 import importlib.util
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,14 +48,10 @@ def test_every_drawn_case_is_judged_at_every_k_and_every_plant_is_counted():
         planted = sum(v[0] for (s, r, kk, _), v in tally.plant.items() if (s, r, kk) == ("decode", rule, k))
         assert planted == sum(len(d.keys) for d in draws)  # each drawn family planted once, all its cases judged
     table = hv.team_k_table(tally, 2, hv.TEAM_RULES[:1])
-    assert len(table) == 3 and "| decode | today (suite_floor False) | 3 |" in table[2]
+    assert len(table) == 3 and "| decode | before (profile floor) | 3 |" in table[2]
 
 
-def test_both_rules_without_suite_floor_is_one_line_and_exit_2(monkeypatch, capsys):
-    monkeypatch.setattr(hv, "has_suite_floor", lambda: False)
-    monkeypatch.setattr(sys, "argv", ["history_validation.py", "--only", "team-suites", "--team-draws", "1"])
-    assert hv.main() == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and "suite_floor" in err and "--team-rules today" in err
-    with pytest.raises(ValueError, match="suite_floor"):
-        hv.team_options(True)
+def test_the_two_rules_differ_only_in_the_small_families_floor():
+    before, today = hv.team_options(False), hv.team_options(True)
+    assert before.prior.suite_floor is None and today.prior.suite_floor == 0.95
+    assert replace(before, prior=replace(before.prior, suite_floor=0.95)) == today
