@@ -157,7 +157,8 @@ def run(cfg: ConfirmConfig, progress: Progress,
                 for side in sides:
                     warm.open(side.name, side.path)
                 judgement, rounds = _rounds(cfg, sides, progress, decide,
-                                            lambda side, keys: _measure_warm(warm, side, keys))
+                                            lambda side, keys: _measure_warm(warm, side, keys),
+                                            lambda: first_rows(warm.first, cfg.suite.suite))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
             judgement = with_config_flips(judgement, rounds.rows)
         return judgement, rounds, sides
@@ -182,7 +183,8 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
             plan.append(rule if rounds_left is None else rule.planned(rounds.completed, rounds_left))
         reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
         seen = look(cases, plan[0] if plan else rule, higher_is_better=cfg.higher_is_better, force=force,
-                    rounds_left=rounds_left, reference=reference, earlier=latest[-1] if latest else None)
+                    rounds_left=rounds_left, reference=reference, earlier=latest[-1] if latest else None,
+                    first_rows=rounds.rows)
         if seen.confirmation is not None:
             latest[:] = [seen.confirmation]
         return seen.confirmation, seen.stop, seen.reason
@@ -229,10 +231,13 @@ def _env(side: Side) -> dict[str, str]:
 
 def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             decide: Callable[[Rounds, bool, int | None], tuple[object, bool, str]],
-            measure: Callable[[Side, frozenset | None], tuple[dict[Key, float], str]]) -> tuple[object, Rounds]:
+            measure: Callable[[Side, frozenset | None], tuple[dict[Key, float], str]],
+            rows: Callable[[], dict] | None = None) -> tuple[object, Rounds]:
     """Rounds until ``decide`` stops them. With ``--suite`` and no ``--reference``, the rounds after a
     look measure only the cases it left undecided: a decided case keeps its decision (``earlier`` in
-    :func:`decider`), and a run of two cases costs the warm worker less than one of seven."""
+    :func:`decider`), and a run of two cases costs the warm worker less than one of seven. ``rows``:
+    each side's first runs as rows (``--suite``), read into ``rounds.rows`` after the first round and
+    again until every case has a row on both sides, so each look can tell a config flip."""
     by_name = {side.name: side for side in sides}
     rounds = Rounds()
     started = time.monotonic()
@@ -256,6 +261,8 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
         rounds.seconds = time.monotonic() - started
         if rounds.completed == 1:
             _refuse_a_side_that_never_ran(worked, last_failure, sides)
+        if rows is not None and not _every_case_rowed(rounds):
+            rounds.rows = rows()
         per_round = rounds.seconds / rounds.completed
         left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
         judgement, stop, why = decide(rounds, left == 0, left)
@@ -266,6 +273,13 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
                       f"({per_round:.1f} s a round{budget}); {why}")
         if stop or left == 0:
             return judgement, rounds
+
+
+def _every_case_rowed(rounds: Rounds) -> bool:
+    """Both sides have a first-run row of every case measured so far (a case that failed its first run
+    gets its row from a later one)."""
+    keys = set(rounds.cases())
+    return bool(rounds.rows) and all(keys <= set(rounds.rows.get(side, {})) for side in ("base", "cur"))
 
 
 def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], sides: tuple[Side, Side]) -> None:

@@ -36,7 +36,9 @@ import numpy as np
 
 from perfci.confirm.analysis import (MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided,
                                      verdict_counts)
+from perfci.confirm.flips import with_config_flips
 from perfci.stats import geometric_looks, open_share, planned_share
+from perfci.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,15 @@ class Look:
     confirmation: Confirmation | None  # the analysis at the look's levels; None between looks
 
 
+def settled(case: CaseConfirmation) -> bool:
+    """A case needs no more rounds: decided, or a config flip (its sides launched different configs of one
+    source; each side keeps its choice for the session, so more rounds would only measure the two choices)."""
+    return decided(case) or case.verdict == Verdict.CONFIG_FLIP
+
+
 def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_is_better: bool = False,
          focus: Iterable[Iterable[str]] | None = None, force: bool = False, rounds_left: int | None = None,
-         earlier: Confirmation | None = None, **analyze_kw) -> Look:
+         earlier: Confirmation | None = None, first_rows: Mapping | None = None, **analyze_kw) -> Look:
     """After a round: stop or go on, and at a look the analysis to report.
 
     ``force``: analyse and stop now (the budget ran out). ``rounds_left``: how
@@ -158,7 +166,10 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
     undecided case could be decided by then, the session stops.
     ``earlier``: the previous look's analysis; a case it decided keeps that
     decision here (:func:`keep_decided`), so a session may stop measuring it
-    (:func:`pending`). Each look's interval has its own share of alpha whichever
+    (:func:`pending`). ``first_rows``: side -> {case: ResultRow} of each side's first
+    run (``--suite``); a case whose sides launched different configs of one source
+    is ``config-flip`` at the look (:func:`perfci.confirm.flips.with_config_flips`)
+    and settled: confirm's budget is not spent on an autotuner's race. Each look's interval has its own share of alpha whichever
     cases are still open, so the chance that any decision was taken on an
     interval that missed stays within alpha: the same bound as the session's.
     ``analyze_kw`` go to :func:`perfci.confirm.analysis.analyze` (``reference``, ``min_cases``)."""
@@ -169,8 +180,10 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
         return Look(n, False, False, why, None)
     conf = analyze(cases, rule.min_effect_pct, rule.look_alpha(n), rule.look_confidence(n),
                    higher_is_better=higher_is_better, method=rule.method, focus=focus, **analyze_kw)
+    if first_rows:
+        conf = with_config_flips(conf, first_rows)
     conf = keep_decided(conf, earlier)
-    undecided = [c for c in conf.cases if not decided(c)]
+    undecided = [c for c in conf.cases if not settled(c)]
     if force:
         return Look(n, True, True, f"budget spent; {len(undecided)} undecided", conf)
     if capped:
@@ -195,10 +208,10 @@ def keep_decided(conf: Confirmation, earlier: Confirmation | None) -> Confirmati
 
 
 def pending(conf: Confirmation | None) -> frozenset[tuple] | None:
-    """The cases a look left undecided (what the next rounds need to measure); None before the first look."""
+    """The cases a look left unsettled (what the next rounds need to measure); None before the first look."""
     if conf is None:
         return None
-    return frozenset(tuple(c.key) for c in conf.cases if not decided(c))
+    return frozenset(tuple(c.key) for c in conf.cases if not settled(c))
 
 
 def out_of_reach(case: CaseConfirmation, rule: StoppingRule, end: int) -> bool:

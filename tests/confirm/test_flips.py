@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from perfci.confirm import render
 from perfci.confirm.analysis import analyze
 from perfci.confirm.flips import with_config_flips
+from perfci.confirm.stopping import StoppingRule, look, pending
 from perfci.results import read_results
 from perfci.verdict import Verdict
 
@@ -51,3 +52,22 @@ def test_a_config_that_moved_with_its_source_is_judged_on_its_times():
     same = with_config_flips(conf, rows("flip_source_changed_cur.csv"))
     assert [c.verdict for c in same.cases] == [c.verdict for c in conf.cases]
     assert with_config_flips(conf, {}) is conf  # no rows (a bench command's session): nothing to say
+
+
+def test_a_flip_is_settled_at_the_first_look_and_not_measured_again():
+    # FLIP close at both sides (an autotuner's near tie), CHANGED 10% slower: without the sides' rows the
+    # near tie is undecided at the first look and would be measured on; with them it is a flip, settled.
+    jitter = (1.0, 1.012, 0.988, 1.006, 0.994)
+    moves = (1.015, 0.995, 1.012, 0.992, 1.009)  # CUR's choice against BASE's, round by round: within ±1.5%
+    cases = {FLIP: [((28.3 * j, 28.3 * j), (28.3 * j * m, 28.3 * j * m)) for j, m in zip(jitter, moves)],
+             CHANGED: [((61.4 * j, 61.4 * j), (67.5 * j, 67.5 * j)) for j in jitter]}
+    rule = StoppingRule(min_rounds=5)
+    blind = look(cases, rule)
+    assert not blind.stop and pending(blind.confirmation) == frozenset({FLIP})
+    seen = look(cases, rule, first_rows=rows("flip_cur.csv"))
+    verdicts = {c.key: c.verdict for c in seen.confirmation.cases}
+    assert verdicts == {FLIP: Verdict.CONFIG_FLIP, CHANGED: Verdict.REGRESSED}
+    assert seen.stop and seen.reason == "every case decided" and pending(seen.confirmation) == frozenset()
+    # A config that moved with its source is no flip: still open, still measured.
+    moved = look(cases, rule, first_rows=rows("flip_source_changed_cur.csv"))
+    assert not moved.stop and pending(moved.confirmation) == frozenset({FLIP})
