@@ -50,6 +50,17 @@ def identity(row: ResultRow) -> tuple[_Sources, _Configs] | None:
     return (tuple((k.name, k.source) for k in row.kernels), tuple((k.name, k.config) for k in row.kernels))
 
 
+def ran_two_configs(rows: Sequence[ResultRow]) -> bool:
+    """Whether these runs of one case (a store's nights) launched two or more configs of their newest
+    source, as an autotuner's choice can (:func:`find_flip`'s rule, within one side)."""
+    idents = [(row, ident) for row, ident in zip(rows, map(identity, rows)) if ident is not None]
+    if not idents:
+        return False
+    source = idents[-1][1][0]
+    group = [(row, configs) for row, (sources, configs) in idents if sources == source]
+    return len({configs for _, configs in group}) > 1 and _chosen_per_process(group)
+
+
 def config_text(configs: _Configs) -> str:
     """``rowdot_kernel BLOCK_N=32 num_warps=2``; several kernels joined by `` + ``."""
     return " + ".join(" ".join([name, *(f"{k}={v}" for k, v in config)]) for name, config in configs)

@@ -73,6 +73,7 @@ import numpy as np
 from perfci import stats
 from perfci.compare.restart import judge_since_restart, notes as restart_notes
 from perfci.compare.comparison import CaseComparison, CompareOptions, Comparison, summarize
+from perfci.compare.flips import ran_two_configs
 from perfci.compare.noise import NoiseProfile
 from perfci.compare.prior import CaseVariance, Prior, PriorOptions, case_priors, moderated_var
 from perfci.compare.shift import tonight_offsets
@@ -120,6 +121,7 @@ class NightPool:
     spreads: tuple[float, ...]  # robust spread of each night's repeats
     left_out: int  # disturbed nights not used
     runs: tuple[int, ...] = ()  # the run (index into the history) of each night used
+    flipped: bool = False  # its nights launched two configs of one source (perfci.compare.flips)
 
     @property
     def k(self) -> int:
@@ -158,7 +160,8 @@ def _pool(indexed: Sequence[tuple[int, ResultRow]], opts: PooledOptions) -> Nigh
     used = [i for i, k in enumerate(keep) if k]
     return NightPool(rows[used[-1]], tuple(night_level(logs[i], opts.level) for i in used),
                      tuple(level_var(logs[i], opts.level) for i in used), tuple(spreads[i] for i in used),
-                     len(rows) - len(used), tuple(indexed[i][0] for i in used))
+                     len(rows) - len(used), tuple(indexed[i][0] for i in used),
+                     ran_two_configs([rows[i] for i in used]))
 
 
 def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfile,
@@ -188,7 +191,7 @@ def build_baseline(runs: Sequence[tuple[str, ResultTable]], profile: NoiseProfil
 
 
 def _variance(pool: NightPool) -> CaseVariance:
-    return CaseVariance(pool.k, pool.var, pool.center)
+    return CaseVariance(pool.k, pool.var, pool.center, pool.flipped)
 
 
 def _remove_night_modes(pools: dict, arch: str, opts: PooledOptions) -> dict:

@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfci.compare.explain import with_explain
-from perfci.compare.flips import PIN, find_flip
+from perfci.compare.flips import PIN, find_flip, ran_two_configs
+from perfci.compare.noise import profile_for_arch
+from perfci.compare.pooled import PooledOptions, build_baseline
 from perfci.compare.render import render_markdown
 from perfci.compare.verdicts import compare
 from perfci.model import KernelRecord
@@ -159,3 +161,18 @@ def test_a_history_store_whose_nights_of_one_source_ran_two_configs_makes_tonigh
     r = perfci("compare", tmp_path / "old", night(10, 64), "--format", "json")
     case = next(c for c in json.loads(r.stdout)["cases"] if (c["kernel"], c["shape"], c["dtype"]) == key)
     assert r.returncode == 0 and case["verdict"] == "unchanged"
+
+
+def test_a_store_whose_nights_ran_two_configs_of_one_source_is_told_apart():
+    base = read_results(DATA / "flip_base.csv").by_key()
+    cur = read_results(DATA / "flip_cur.csv").by_key()
+    moved = read_results(DATA / "flip_source_changed_cur.csv").by_key()
+    key = next(k for k in base if find_flip((base[k],), (cur[k],), Verdict.REGRESSED) is not None)
+    assert ran_two_configs([base[key], cur[key]])
+    assert not ran_two_configs([base[key], base[key]])  # one config on every night
+    # The newest night's source is another: its one config is all that night's source ran.
+    assert not ran_two_configs([base[key], moved[key]])
+    # The pooled compare marks such a case in its store, so its race stays out of the suite's bound.
+    nights = [("gemm", read_results(DATA / name)) for name in ("flip_base.csv", "flip_cur.csv")]
+    pools = build_baseline(nights, profile_for_arch("sm_90"), PooledOptions(nights=2), "sm_90").pools
+    assert pools[key].flipped and not any(p.flipped for k, p in pools.items() if k[0] != key[0])

@@ -1,5 +1,6 @@
 """The pooled compare's prior of each case's between-night variance: per kernel family, never below a case's own."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -174,3 +175,16 @@ def test_a_noisy_kernel_in_the_suite_keeps_the_profiles_floor():
     assert {p.source for p in b.priors.values()} == {"suite"}  # the suite's, lifted to ...
     profile_sd = PROFILE.floor_pct / 100 / (1.25 * 2.5758 * math.sqrt(2))
     assert all(math.sqrt(p.s0sq(20.0)) == pytest.approx(profile_sd, rel=1e-6) for p in b.priors.values())
+
+
+def test_a_case_whose_nights_ran_two_configs_is_left_out_of_the_suites_bound():
+    # Four quiet kernels, and one autotuned case whose nights launched two configs 4.5% apart (H200,
+    # gemmlab_tuned 1024^3: 17.57 against 16.8 us): counted, it holds the whole suite to the profile.
+    rng = np.random.default_rng(8)
+    cases = {(kernel, f"{i}x1x1", "fp16"): CaseVariance(2, float(rng.uniform(0.5, 1.5)) * 0.003 ** 2, math.log(20.0))
+             for kernel in ("tiled", "tuned", "torch_matmul", "library_mm") for i in range(2)}
+    profile_var = (PROFILE.floor_pct / 100 / (1.25 * 2.5758 * math.sqrt(2))) ** 2
+    race = CaseVariance(2, 0.045 ** 2 / 2, math.log(17.0), flipped=False)
+    assert suite_bound({**cases, ("tuned", "1024x1024x1024", "fp16"): race}, 0.95) > profile_var
+    bound = suite_bound({**cases, ("tuned", "1024x1024x1024", "fp16"): replace(race, flipped=True)}, 0.95)
+    assert bound == pytest.approx(suite_bound(cases, 0.95)) and bound < profile_var / 2
