@@ -188,3 +188,19 @@ def test_a_case_whose_nights_ran_two_configs_is_left_out_of_the_suites_bound():
     assert suite_bound({**cases, ("tuned", "1024x1024x1024", "fp16"): race}, 0.95) > profile_var
     bound = suite_bound({**cases, ("tuned", "1024x1024x1024", "fp16"): replace(race, flipped=True)}, 0.95)
     assert bound == pytest.approx(suite_bound(cases, 0.95)) and bound < profile_var / 2
+
+
+def test_in_a_small_suite_a_kernels_change_is_measured_against_the_other_kernels_level():
+    # Three kernels of three cases: each has six others at most, too few for the whole design, so
+    # before, each took the suite's fit over every case, its own change included.
+    rng = np.random.default_rng(12)
+    kernels = ["splitk_decode"] * 3 + ["gemv"] * 3 + ["torch_matmul"] * 2
+    devs = rng.normal(0.0, 0.003, len(kernels)) + 0.01  # tonight every case 1% slower ...
+    devs[:3] += math.log(1.03)  # ... and split-K 3% more
+    log_us, exps, scales = np.log(rng.uniform(8.0, 60.0, len(kernels))), [0.0] * len(kernels), [0.004] * len(kernels)
+    offsets = tonight_offsets(devs, exps, log_us, kernels, scales, "affine", 6)
+    assert np.mean(devs[:3] - offsets[:3]) == pytest.approx(math.log(1.03), abs=0.004)
+    assert np.mean(devs[3:] - offsets[3:]) == pytest.approx(0.0, abs=0.004)
+    # The others' level starts from the suite's mode: gemv's five others are three split-K cases 4% up and
+    # two torch cases 1% up, and the split-K majority is not taken for tonight's level.
+    assert np.mean(devs[3:6] - offsets[3:6]) == pytest.approx(0.0, abs=0.006)  # not 1.7%: the split-K mode
