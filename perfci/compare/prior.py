@@ -27,8 +27,9 @@ pattern, one way of being disturbed):
   of the suite's between-night variance pooled over its kernels, each kernel
   counted as **one** series of K-1 degrees of freedom (its cases share each
   night's process and clocks, so they are not independent), cases whose nights
-  launched two configs left out (an autotuner's race, not noise): three kernels at
-  K = 2 give 3 degrees of freedom, a bound 2.4 times the pooled spread. A noisy
+  launched two configs left out (an autotuner's race, not noise): four kernels at
+  K = 2 give 4 degrees of freedom, a bound 2.4 times the pooled spread (three:
+  2.9 times). A noisy
   kernel raises the pool, and with it the bound, so a suite with one never gets
   below the profile;
 * the prior's weight is capped at ``max_prior_nights``: the cases of a family
