@@ -131,8 +131,7 @@ def suite_bound(cases: Mapping[tuple[str, str, str], CaseVariance], level: float
             kernels.setdefault(kernel_of(key[0]), []).append(c)
     series = [(sum((c.k - 1) * c.var for c in cs) / sum(c.k - 1 for c in cs), float(max(c.k for c in cs) - 1))
               for cs in kernels.values()]
-    bound = stats.pooled_upper_bound(series, level)
-    return None if bound is None else bound[0]
+    return stats.pooled_upper_bound(series, level)
 
 
 def floor_prior(cases: Mapping[tuple[str, str, str], CaseVariance], profile: NoiseProfile,

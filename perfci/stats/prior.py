@@ -82,8 +82,8 @@ def moderated_variance(var: float, df: int, prior_var: float, prior_df: float,
     return s2, prior_df + df
 
 
-def pooled_upper_bound(series: Sequence[tuple[float, float]], level: float) -> tuple[float, float] | None:
-    """(the upper LEVEL confidence bound of a variance pooled over SERIES, its degrees of freedom), or None.
+def pooled_upper_bound(series: Sequence[tuple[float, float]], level: float) -> float | None:
+    """The upper LEVEL confidence bound of a variance pooled over SERIES, or None.
 
     SERIES: (variance, degrees of freedom) of each independent series; the pooled
     variance ``sum(d s^2) / sum(d)`` on ``sum(d)`` degrees of freedom, bounded by
@@ -95,5 +95,5 @@ def pooled_upper_bound(series: Sequence[tuple[float, float]], level: float) -> t
     if df <= 0:
         return None
     pooled = sum(v * d for v, d in series) / df
-    return df * pooled / float(sps.chi2.ppf(1.0 - level, df)), df
+    return df * pooled / float(sps.chi2.ppf(1.0 - level, df))
 
