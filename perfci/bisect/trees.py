@@ -165,7 +165,7 @@ class WarmSlot:
             self.sides.open(sha, self.trees.path(sha))
         except PerfciError as err:
             return RunOutcome(None, f"the warm worker did not start: {err.message}")
-        run = self.sides.measure(sha)
+        run = self.sides.measure(sha, deadline=self.trees.deadline)
         if not run.values:
             return RunOutcome(None, run.why_not)
         return RunOutcome(next(iter(run.values.values())))

@@ -148,8 +148,8 @@ def run(cfg: ConfirmConfig, progress: Progress,
         sides = (Side("base", cfg.base, base_sha, base_path), Side("cur", cfg.cur, cur_sha, cur_path))
         for side in sides:
             _build(cfg, side)
+        deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
         if cfg.suite is None:
-            deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
             judgement, rounds = _rounds(cfg, sides, progress, decide,
                                         lambda side, _keys: _measure(cfg, side, deadline))
         else:
@@ -157,7 +157,7 @@ def run(cfg: ConfirmConfig, progress: Progress,
                 for side in sides:
                     warm.open(side.name, side.path)
                 judgement, rounds = _rounds(cfg, sides, progress, decide,
-                                            lambda side, keys: _measure_warm(warm, side, keys),
+                                            lambda side, keys: _measure_warm(warm, side, keys, deadline),
                                             lambda: first_rows(warm.first, cfg.suite.suite))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
             judgement = with_config_flips(judgement, rounds.rows)
@@ -298,9 +298,10 @@ def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], s
                           f"{why[side.name]}")
 
 
-def _measure_warm(warm: WarmSides, side: Side, keys: frozenset | None) -> tuple[dict[Key, float], str]:
+def _measure_warm(warm: WarmSides, side: Side, keys: frozenset | None,
+                  deadline: Deadline | None = None) -> tuple[dict[Key, float], str]:
     cases = None if keys is None else [c for c in warm.spec.cases if c.key in keys]
-    run = warm.measure(side.name, cases)
+    run = warm.measure(side.name, cases, deadline)
     return dict(run.values), run.why_not
 
 

@@ -30,11 +30,12 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from perfci import __version__
+from perfci.benchcmd import Deadline
 from perfci.errors import PerfciError
 from perfci.kernel_registry import registry_for_root
 from perfci.procs import kill_process_group, wait_group
@@ -319,15 +320,24 @@ class CaseRunner:
             raise PerfciError(problem)
 
     def run(self, cases: Sequence[CaseSpec], on_done: Callable[[int, CaseResult, dict], None],
-            on_start: Callable[[int, CaseSpec], None] = lambda i, s: None) -> None:
-        """Measure cases one after another; ``on_done`` sees each result as it lands."""
+            on_start: Callable[[int, CaseSpec], None] = lambda i, s: None,
+            deadline: Deadline | None = None) -> None:
+        """Measure cases one after another; ``on_done`` sees each result as it lands.
+
+        With ``deadline`` (a session's budget), a case is given at most what is left of it, not
+        the whole ``timeout_s``, and a case left when it has run out is not started: a hung
+        kernel cannot hold a night past its budget."""
         if self._device is None:
             raise RuntimeError("resolve_device() first")
         try:
             for index, spec in enumerate(cases):
+                if deadline is not None and deadline.left() <= 0:
+                    on_done(index, CaseResult(spec=spec, status="timeout",
+                                              message=f"not run: the {deadline.what} ran out"), {})
+                    continue
                 on_start(index, spec)
                 started = time.perf_counter()
-                result, raw = self._measure(spec, index)
+                result, raw = self._measure(spec, index, deadline)
                 self._env = self._env or raw.get("env")
                 raw["wall_s"] = time.perf_counter() - started
                 on_done(index, result, raw)
@@ -335,8 +345,11 @@ class CaseRunner:
             if self._server is not None and self._server.alive and self._server.in_run:
                 self._server.close_run()
 
-    def _measure(self, spec: CaseSpec, index: int) -> tuple[CaseResult, dict]:
+    def _measure(self, spec: CaseSpec, index: int, deadline: Deadline | None = None) -> tuple[CaseResult, dict]:
         options, workdir = self.options, self.workdir
+        cut = deadline is not None and deadline.left() < options.timeout_s
+        if cut:
+            options = replace(options, timeout_s=max(0.0, deadline.left()))
         request = {
             "spec": {"kernel": spec.kernel, "m": spec.m, "n": spec.n, "k": spec.k, "dtype": spec.dtype,
                      "variant": dict(spec.variant), "weight": spec.weight, "group": spec.group},
@@ -350,17 +363,17 @@ class CaseRunner:
         log_path = workdir / f"case{index:04d}.log"
         req_path.write_text(json.dumps(request))
         if options.isolation == "spawn":
-            code = self._spawn(req_path, res_path, log_path)
+            code = self._spawn(req_path, res_path, log_path, options.timeout_s)
         else:
-            code = self._serve(spec, req_path, res_path, log_path)
+            code = self._serve(spec, req_path, res_path, log_path, options.timeout_s)
             if isinstance(code, CaseResult):
                 return code, {}
         if code is None:
-            return CaseResult(spec=spec, status="timeout",
-                              message=f"no result after {options.timeout_s:g} s; killed"), {}
+            why = f"the {deadline.what} ran out" if cut else f"{options.timeout_s:g} s"
+            return CaseResult(spec=spec, status="timeout", message=f"no result after {why}; killed"), {}
         return _collect(spec, code, res_path, log_path)
 
-    def _serve(self, spec, req_path, res_path, log_path):
+    def _serve(self, spec, req_path, res_path, log_path, timeout_s: float):
         if self._server is None or not self._server.alive:
             if self._server is not None:
                 self._server.close()
@@ -368,7 +381,7 @@ class CaseRunner:
         try:
             if self.options.isolation == "run" and not self._server.in_run:
                 self._server.open_run()
-            code = self._server.run(req_path, res_path, log_path, self.options.timeout_s)
+            code = self._server.run(req_path, res_path, log_path, timeout_s)
         except (ServerGone, queue.Empty) as err:
             # The fork server itself died (not the case's own process); record the
             # case, and the next one starts a fresh server.
@@ -379,7 +392,7 @@ class CaseRunner:
             self._server = None
         return code
 
-    def _spawn(self, req_path: Path, res_path: Path, log_path: Path) -> int | None:
+    def _spawn(self, req_path: Path, res_path: Path, log_path: Path, timeout_s: float) -> int | None:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [*self.options.worker, str(req_path), str(res_path)],
@@ -389,7 +402,7 @@ class CaseRunner:
                 start_new_session=True,  # its own process group, so a kill takes its children too
             )
             # Killed at the timeout or on Ctrl-C; what the case left running is killed when it exits.
-            return wait_group(proc, self.options.timeout_s, grace_s=0.0)
+            return wait_group(proc, timeout_s, grace_s=0.0)
 
 
 def _gpu_available_here() -> bool:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from perfci import git
+from perfci.benchcmd import Deadline
 from perfci.errors import PerfciError
 from perfci.measure.runner import CaseRunner, RunOptions, gpu_lock
 from perfci.model import CaseResult, CaseSpec, Environment
@@ -158,8 +159,11 @@ class WarmSides:
         if runner is not None:
             runner.__exit__(None, None, None)
 
-    def measure(self, name: str, cases: Sequence[CaseSpec] | None = None) -> SideRun:
+    def measure(self, name: str, cases: Sequence[CaseSpec] | None = None,
+                deadline: Deadline | None = None) -> SideRun:
         """One run of side ``name`` (opened before): each ok case's median in us.
+
+        ``deadline``: the session's budget; a case runs at most until it (``CaseRunner.run``).
 
         A case that did not end ``ok`` is left out of the run's values and said
         on the progress line, as a failed bench run is in the command mode.
@@ -173,7 +177,7 @@ class WarmSides:
 
         runner = self._runners[name]
         self._runners.move_to_end(name)
-        runner.run(tuple(cases) if cases is not None else self.spec.cases, done)
+        runner.run(tuple(cases) if cases is not None else self.spec.cases, done, deadline=deadline)
         values = {r.spec.key: float(r.median_us) for r in results if r.status == "ok" and r.median_us}
         first = self.first.setdefault(name, {})
         for r, env in zip(results, envs):  # each case's first ok run per side: what --explain reads
