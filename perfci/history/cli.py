@@ -160,7 +160,8 @@ def add_parser(subparsers) -> None:
     w.add_argument("stores", nargs="+", metavar="STORE")
     w.add_argument("--days", type=at_least(1, "a device is stale after at least one day"), metavar="N",
                    help=f"stale after N days without a night (default: [tool.perfci] stale_days, else {STALE_DAYS})")
-    w.add_argument("--format", choices=("table", "json"), default="table")
+    w.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                   help="markdown: a table for a job summary, every name escaped")
     w.set_defaults(handler=stale_main)
 
     for name, what in (("plot", "a trend PNG per case"), ("report", "a static HTML site with the trends")):
@@ -388,7 +389,8 @@ def stale_main(args) -> int:
         ages += stale.suite_ages(store, f"{m.device_name} ({m.arch})",
                                  [(r.info.run_id, r.info.when, r.info.suite, r.info.git_sha) for r in history.runs],
                                  now, days, canaries)
-    sys.stdout.write((stale.render_json if args.format == "json" else stale.render_table)(ages, days))
+    render = {"json": stale.render_json, "markdown": stale.render_markdown}.get(args.format, stale.render_table)
+    sys.stdout.write(render(ages, days))
     late = [a for a in ages if a.stale]
     if late:
         print(f"perfci history stale: {len(late)} suite(s) with no night for more than {days} day(s): "

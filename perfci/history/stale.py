@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
+from perfci.escape import md_code, md_text
+
 
 @dataclass(frozen=True)
 class SuiteAge:
@@ -48,6 +50,20 @@ def render_table(ages: Sequence[SuiteAge], days: int) -> str:
     for a in ages:
         lines.append(f"{a.device[:24]:<24} {a.suite[:16]:<16} {a.last:<26} {a.age_days:>7.1f}d  "
                      + ("STALE: no night since" if a.stale else "ok") + f"  ({a.store})")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(ages: Sequence[SuiteAge], days: int) -> str:
+    """The table for a job summary (``>> $GITHUB_STEP_SUMMARY``): device names and store paths are the
+    stores' text, suites and commits the runs', so each cell is escaped (perfci.escape)."""
+    if not ages:
+        return "no night in any store yet\n"
+    lines = [f"| device | suite | last night | its commit | days since | state (stale after {days} day(s)) | store |",
+             "|---|---|---|---|---:|---|---|"]
+    for a in ages:
+        lines.append(f"| {md_text(a.device)} | {md_code(a.suite, table=True)} | {md_text(a.last)} | "
+                     f"{md_code(a.last_sha[:12] or '-', table=True)} | {a.age_days:.1f} | "
+                     f"{'**STALE**: no night since' if a.stale else 'ok'} | {md_code(a.store, table=True)} |")
     return "\n".join(lines) + "\n"
 
 

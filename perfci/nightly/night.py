@@ -22,6 +22,7 @@ from typing import Callable, TextIO
 
 from perfci.compile import ratchet
 from perfci.errors import EXIT_REGRESSION, PerfciError, internal_error_line
+from perfci.escape import md_text
 from perfci.files import atomic_write_text
 from perfci.nightly import canary, core, render, stages, tonight
 from perfci.nightly.loaded import Store
@@ -196,7 +197,8 @@ def _compile_diff(cfg: NightConfig, night: Night, outcome: core.Outcome, baselin
     except Exception as err:  # noqa: BLE001 - a compile diff that could not be made is a line, not a verdict
         why = err.message if isinstance(err, PerfciError) else internal_error_line(err)
         said = f"not diffed against {baseline}: {why}"
-        section = f"#### Compiled resources\n\n{said}\n"
+        # The baseline is the user's path, the reason a child's last stderr line: shown, never live.
+        section = f"#### Compiled resources\n\n{md_text(said)}\n"
         record = {"baseline": baseline, "error": why}
         warning = f"compile diff {said}"
     echo.write(f"perfci nightly: compile: {said} [{time.monotonic() - started:.1f} s]\n")

@@ -174,7 +174,7 @@ def _triaged(o: core.Outcome, level: str) -> list[str]:
         for t in rows[:MAX_ROWS]:
             link = f" {md_code(t.link, table=True)}" if t.link else ""  # shown, never a live link
             out.append(f"| {t.state} | {_case(t.key)} | {words.get(t.key, '-')} | {pct(ratios.get(t.key))} | "
-                       f"`{t.sha[:12]}` | {_cell(t.who)} | {_cell(t.reason[:200])}{link} |")
+                       f"{md_code(t.sha[:12], table=True)} | {_cell(t.who)} | {_cell(t.reason[:200])}{link} |")
         if len(rows) > MAX_ROWS:
             out.append(f"| … | {len(rows) - MAX_ROWS} more | | | | | |")
     moved = [t for t in o.triage if t.key in set(triaged.acknowledged_moved(o.triage))]
