@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from perfci.benchmetric import MetricError, MetricSpec, extract
+from perfci.config import BUILD_TIMEOUT_S
 from perfci.procs import KILL_GRACE_S, drain, kill_process_group, wait_group
 
 # A bench run's limit unless --timeout says otherwise. A GPU bench run takes seconds to
@@ -77,6 +78,11 @@ class CommandResult:
     def ok(self) -> bool:
         return self.returncode == 0
 
+    @property
+    def cut_off(self) -> bool:
+        """Stopped at its timeout or a budget's end, rather than exited."""
+        return self.returncode is None
+
     def failure_reason(self, what: str) -> str:
         if self.returncode is None:
             after = self.seconds if self.limit_s is None else self.limit_s
@@ -85,6 +91,13 @@ class CommandResult:
             return f"{what} timed out after {after:.1f}s"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
+
+    def unfinished_reason(self, what: str, limit_name: str = "") -> str:
+        """A build's :meth:`failure_reason`, its timeout said as a limit ("did not finish in 1800 s
+        (LIMIT_NAME)"): a hung build reads as one, and the line names the setting that bounds it."""
+        if self.cut_off and not self.stopped_by and self.limit_s is not None:
+            return f"{what} did not finish in {self.limit_s:g} s" + (f" ({limit_name})" if limit_name else "")
+        return self.failure_reason(what)
 
 
 def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | None = None,
@@ -129,6 +142,7 @@ class BenchSpec:
     build: str | None
     metric: MetricSpec
     timeout: float | None = DEFAULT_TIMEOUT_S  # None: no limit
+    build_timeout: float = BUILD_TIMEOUT_S  # --build-timeout; not in the cache key: it does not change a value
 
     @property
     def argv(self) -> Sequence[str] | str:

@@ -13,6 +13,7 @@ project root; relative paths in the file are relative to it::
     history = "../perf-history"
     noise_profiles = { sm_90 = "bench/h200-profile.json" }   # per arch the results record
     build = "pip install -e . --no-deps"
+    build_timeout = 1800                # seconds a build may take before it is stopped (a failed build)
     stale_days = 2                      # `perfci history stale`: a suite with no night for longer is stale
 
     [[tool.perfci.compile_accept]]      # a compile-diff change accepted, with its bound and reason
@@ -30,6 +31,7 @@ from, which ``perfci config`` prints.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -54,10 +56,16 @@ KEYS = {
     "history": "a history store path (string)",
     "noise_profiles": "a table of arch = profile file (strings)",
     "build": "a shell command (string)",
+    "build_timeout": "a positive number of seconds (a build still going then is stopped, a failed build)",
     "compile_accept": "a list of tables, each with arch, case, reason and at least one bound",
     "stale_days": "a whole number of days >= 1 (a device with no night of a suite for longer is stale)",
 }
 STALE_DAYS = 2  # `perfci history stale`'s default
+# A build's limit unless build_timeout (or --build-timeout) says otherwise. A build takes
+# seconds (pip install -e . --no-deps) to tens of minutes (a CUDA extension compiled from
+# scratch); without a limit a hung one held the night, and its runner, until the CI job's own
+# limit (6 hours on GitHub). Half an hour is past a healthy build and ends a hung one long before.
+BUILD_TIMEOUT_S = 1800.0
 # compile_accept's bounds: the new value at most (spills, scratch, shared memory) or at least (occupancy).
 ACCEPT_BOUNDS = ("spills", "scratch_bytes", "shared_bytes", "occupancy")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -75,6 +83,7 @@ class ProjectConfig:
     history: Path | None = None
     noise_profiles: Mapping[str, Path] = field(default_factory=dict)
     build: str | None = None
+    build_timeout: float = BUILD_TIMEOUT_S  # seconds
     # perfci.compile.accept's entries, as written: arch, case, reason, shapes (optional), bounds
     compile_accept: tuple[Mapping[str, Any], ...] = ()
     stale_days: int = STALE_DAYS
@@ -173,6 +182,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
     stale = table.get("stale_days", STALE_DAYS)
     if isinstance(stale, bool) or not isinstance(stale, int) or stale < 1:
         raise PerfciError(f"{where}: 'stale_days' must be {KEYS['stale_days']}, got {stale!r}")
+    build_timeout = table.get("build_timeout", BUILD_TIMEOUT_S)
+    if not is_seconds(build_timeout):
+        raise PerfciError(f"{where}: 'build_timeout' must be {KEYS['build_timeout']}, got {build_timeout!r}")
     return ProjectConfig(
         root=root, file=path,
         suites=folder("suites") or root / "suites",
@@ -181,10 +193,17 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
         history=folder("history"),
         noise_profiles={arch: (root / value).resolve() for arch, value in profiles.items()},
         build=text("build"),
+        build_timeout=float(build_timeout),
         compile_accept=accept,
         stale_days=stale,
         origins=origins,
     )
+
+
+def is_seconds(value: Any) -> bool:
+    """A limit in seconds: a number (not a bool) above zero and finite (an infinite one is no limit)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
 
 
 def _compile_accept(entries: Any, where: str) -> tuple[Mapping[str, Any], ...]:

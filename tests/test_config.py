@@ -51,6 +51,13 @@ def test_pyproject_tool_perfci_is_found_from_a_subfolder_with_paths_from_its_fol
     assert config.origin("suites") == "pyproject.toml: tool.perfci.suites"
 
 
+def test_build_timeout_is_seconds_1800_unless_set(tmp_path):
+    assert parse_config({}, tmp_path / "perfci.toml").build_timeout == 1800.0
+    config = parse_config({"build": "make", "build_timeout": 90}, tmp_path / "perfci.toml")
+    assert config.build_timeout == 90.0 and config.origin("build_timeout") == "perfci.toml: build_timeout"
+    assert parse_config({"build_timeout": 2.5}, tmp_path / "perfci.toml").build_timeout == 2.5
+
+
 def test_perfci_toml_holds_the_keys_at_its_top_and_unset_keys_are_defaults(tmp_path):
     top = repo(tmp_path, {"perfci.toml": 'kernels = ["k.backends"]\n', "pyproject.toml": '[project]\nname = "x"\n'})
     config = load_config(top)
@@ -80,11 +87,16 @@ def test_no_configuration_means_the_defaults(tmp_path):
 
 @pytest.mark.parametrize("table, fragment", [
     ({"suite": "s"}, "unknown key(s) suite; allowed: suites, kernels, baselines, history, noise_profiles, build, "
-                      "compile_accept"),
+                      "build_timeout, compile_accept"),
     ({"kernels": "teamk.gemm"}, "'kernels' must be a list of module names, got 'teamk.gemm'"),
     ({"kernels": ["teamk/gemm.py"]}, "'kernels': 'teamk/gemm.py' is not a module name"),
     ({"suites": 3}, "'suites' must be a folder (string), got 3"),
     ({"build": ""}, "'build' must be a shell command (string)"),
+    ({"build_timeout": 0}, "'build_timeout' must be a positive number of seconds (a build still going then is "
+                           "stopped, a failed build), got 0"),
+    ({"build_timeout": "30m"}, "'build_timeout' must be a positive number of seconds"),
+    ({"build_timeout": True}, "'build_timeout' must be a positive number of seconds"),
+    ({"build_timeout": float("inf")}, "'build_timeout' must be a positive number of seconds"),
     ({"noise_profiles": {"sm_90": 1}}, "'noise_profiles' must be a table of arch = profile file"),
     ({"noise_profiles": "h200.json"}, "'noise_profiles' must be a table"),
     ({"compile_accept": {"arch": "sm_90"}}, "'compile_accept' must be a list of tables"),
@@ -145,6 +157,8 @@ def test_perfci_config_in_perfcis_own_checkout_lists_its_kernels_shadowing_the_i
 @pytest.mark.parametrize("files, fragment", [
     ({"pyproject.toml": "[tool.perfci]\nkernels = 'x'\n"}, "'kernels' must be a list"),
     ({"perfci.toml": "suites = ['a', 'b']\n"}, "'suites' must be a folder"),
+    ({"pyproject.toml": "[tool.perfci]\nbuild_timeout = -5\n"}, "'build_timeout' must be a positive number of "
+                                                                "seconds"),
     ({"perfci.toml": 'kernels = ["no_such_team_module"]\n'}, "cannot import no_such_team_module (ModuleNotFoundError"),
 ])
 def test_perfci_config_refuses_a_configuration_in_one_line_exit_2(tmp_path, monkeypatch, capsys, files, fragment):

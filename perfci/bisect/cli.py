@@ -8,6 +8,7 @@ so ``perfci --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import replace
@@ -134,6 +135,10 @@ def add_parser(subparsers) -> None:
 
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that rebuilds each commit before benching")
+    r.add_argument("--build-timeout", type=float, metavar="S",
+                   help="stop a build, with its whole process group, after S seconds: the commit is skipped as "
+                        "one whose build failed (default: [tool.perfci] build_timeout, else 1800; a build still "
+                        "going when --total-budget ends is stopped too)")
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run (and its whole process group) after S seconds; counts as a failed run "
                         "(default 1800; a run still going when --total-budget ends is stopped too)")
@@ -185,8 +190,8 @@ def _split_command(args) -> None:
 
 
 RESUMED = ("good", "bad", "command", "metric", "json_path", "csv_column", "case", "csv_file", "higher_is_better",
-           "budget", "total_budget", "min_rounds", "min_effect", "build", "timeout", "first_parent", "jobs", "gpus",
-           "repo", "format", "plot", "suite", "device", "isolation", "repeats", "iters")
+           "budget", "total_budget", "min_rounds", "min_effect", "build", "build_timeout", "timeout", "first_parent",
+           "jobs", "gpus", "repo", "format", "plot", "suite", "device", "isolation", "repeats", "iters")
 
 
 def _arguments_for_resume(args) -> dict:
@@ -217,7 +222,18 @@ def _suite_bench(args):
     case = ",".join(spec.cases[0].key)
     metric = MetricSpec(csv_column="median_us", case=case, csv_file=f"suite {spec.suite}")
     command = ("perfci-suite", spec.suite, case, args.device, args.isolation, str(spec.repeats), str(spec.iters))
-    return spec, BenchSpec(command, args.build, metric, args.timeout)
+    return spec, BenchSpec(command, args.build, metric, args.timeout, _build_timeout(args))
+
+
+def _build_timeout(args) -> float:
+    """--build-timeout, else the project's [tool.perfci] build_timeout (read only when there is a build)."""
+    from perfci.config import BUILD_TIMEOUT_S, load_config
+
+    if args.build_timeout is not None:
+        if not 0 < args.build_timeout < math.inf:
+            raise PerfciError("--build-timeout must be a positive number of seconds")
+        return args.build_timeout
+    return load_config(Path(args.repo)).build_timeout if args.build else BUILD_TIMEOUT_S
 
 
 def _config(args, pause: Pause):
@@ -236,7 +252,7 @@ def _config(args, pause: Pause):
     else:
         metric = metric_spec(args.metric, args.json_path, args.csv_column, args.case, args.csv_file, args.command)
         timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
-        bench = BenchSpec(tuple(args.command), args.build, metric, timeout)
+        bench = BenchSpec(tuple(args.command), args.build, metric, timeout, _build_timeout(args))
     if not args.suite and (args.repeats is not None or args.max_repeats is not None):
         raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
                           "resolved; bound it with --budget SECONDS (and --min-rounds N)")

@@ -99,10 +99,14 @@ class SlotTrees:
             tree = self._tree_for(sha, keep=shas)
             if not tree.built and self.bench.build:
                 self.worktrees.pause("build")
-                built = run_command(self.bench.build, tree.path, self.env)
+                built = run_command(self.bench.build, tree.path, self.env, self.bench.build_timeout,
+                                    self.deadline)
                 if not built.ok:
-                    reason = built.failure_reason("build")
-                    self.cache.put_build_failure(key, sha, reason)
+                    reason = built.unfinished_reason("build", "--build-timeout")
+                    # A build cut off is not kept: the cache's key holds no limit, so a rerun
+                    # with a larger --build-timeout or budget builds the commit again.
+                    if not built.cut_off:
+                        self.cache.put_build_failure(key, sha, reason)
                     failed[sha] = reason
                     continue
             tree.built = True

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -95,6 +96,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first (default: "
                    "[tool.perfci] build; '' for none)")
+    r.add_argument("--build-timeout", type=float, metavar="S",
+                   help="stop a build, with its whole process group, after S seconds: confirm ends with an error "
+                        "(default: [tool.perfci] build_timeout, else 1800; a build still going when --budget "
+                        "ends is stopped too)")
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
                         "1800; a run still going when --budget ends is stopped too). With --suite: each case's "
@@ -173,6 +178,8 @@ def _check_rounds(args: argparse.Namespace) -> None:
         reference_filter(args.reference)  # a malformed expression fails before any worktree is made
     if args.timeout is not None and not args.timeout > 0:
         raise PerfciError("--timeout must be positive")
+    if args.build_timeout is not None and not 0 < args.build_timeout < math.inf:
+        raise PerfciError("--build-timeout must be a positive number of seconds")
 
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
@@ -198,7 +205,7 @@ def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
     if args.reference is not None and not args.results:
         raise PerfciError("--reference names cases: use it with --results or --suite, not with one bench metric")
     bench = BenchSpec(tuple(command), _build(args), metric,
-                      DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout)
+                      DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout, _build_timeout(args))
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          results_path=args.results, higher_is_better=args.higher_is_better,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
@@ -222,7 +229,8 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
         from perfci.confirm.reference import reference_keys
 
         reference_keys(args.reference, [c.key for c in spec.cases], {c.key: c for c in spec.cases})
-    bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), _build(args), MetricSpec(), args.timeout)
+    bench = BenchSpec(("perfci", "confirm", "--suite", args.suite), _build(args), MetricSpec(), args.timeout,
+                      _build_timeout(args))
     return ConfirmConfig(Path(args.repo), refs[0], refs[1] if len(refs) > 1 else "HEAD", bench,
                          min_rounds=args.min_rounds, max_rounds=args.max_rounds, budget_s=args.budget,
                          min_effect_pct=args.min_effect, alpha=args.alpha, reference=args.reference,
@@ -235,6 +243,14 @@ def _build(args: argparse.Namespace) -> str | None:
     if args.build is not None:
         return args.build or None
     return configured_build(Path(args.repo))
+
+
+def _build_timeout(args: argparse.Namespace) -> float:
+    from perfci.config import load_config
+
+    if args.build_timeout is not None:
+        return args.build_timeout
+    return load_config(Path(args.repo)).build_timeout
 
 
 def main(args: argparse.Namespace) -> int:

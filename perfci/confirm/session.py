@@ -146,6 +146,8 @@ def run(cfg: ConfirmConfig, progress: Progress,
         base_path, cur_path = gitsession.add_worktrees(repo, 2, base_sha, journal)
         git.checkout_in(cur_path, cur_sha)
         sides = (Side("base", cfg.base, base_sha, base_path), Side("cur", cfg.cur, cur_sha, cur_path))
+        # Builds are bounded by --build-timeout, not by --budget: the budget is the rounds' (a
+        # project whose build takes longer than the rounds would otherwise never be confirmed).
         for side in sides:
             _build(cfg, side)
         deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
@@ -216,10 +218,13 @@ def configured_build(repo_path: Path) -> str | None:
     return f"cd {shlex.quote(below)} && {config.build}" if below else config.build
 
 
-def _build(cfg: ConfirmConfig, side: Side) -> None:
+def _build(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -> None:
     if not cfg.bench.build:
         return
-    built = run_command(cfg.bench.build, side.path, _env(side))
+    built = run_command(cfg.bench.build, side.path, _env(side), cfg.bench.build_timeout, deadline)
+    if built.cut_off:
+        raise PerfciError(built.unfinished_reason(f"the build {cfg.bench.build!r} at {side.name} {side.ref} "
+                                                  f"({side.sha[:12]})", "--build-timeout"))
     if not built.ok:
         raise PerfciError(f"--build failed at {side.name} {side.ref} ({side.sha[:12]}): "
                           f"{built.failure_reason('build')}")

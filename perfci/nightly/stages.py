@@ -296,10 +296,11 @@ def _timeout_words(cfg: NightConfig) -> list[str]:
 
 
 def _build_words(p: Project) -> list[str]:
-    """``--build CMD`` for confirm and bisect, run in the project root of each worktree."""
+    """``--build CMD --build-timeout S`` for confirm and bisect, run in the project root of each worktree."""
     if p.build is None:
         return []
-    return ["--build", f"cd {shlex.quote(p.subdir)} && {p.build}" if p.subdir else p.build]
+    return ["--build", f"cd {shlex.quote(p.subdir)} && {p.build}" if p.subdir else p.build,
+            "--build-timeout", f"{p.build_timeout:g}"]
 
 
 def _rebuild_checkout(p: Project, log: Log) -> None:
@@ -313,13 +314,13 @@ def _rebuild_checkout(p: Project, log: Log) -> None:
     if p.build is None or p.where is None:
         return
     try:
-        built = run_command(p.build, p.where)
+        built = run_command(p.build, p.where, timeout=p.build_timeout)
     except OSError as err:
         log.notes.append(f"could not build tonight's checkout again after confirm/bisect: {err}")
         return
     if not built.ok:
         log.notes.append(f"building tonight's checkout again after confirm/bisect failed: "
-                       f"{built.failure_reason('build')}")
+                       f"{built.unfinished_reason('build', '[tool.perfci] build_timeout')}")
 
 
 # --------------------------------------------------------------------------- 5. bisect

@@ -16,6 +16,7 @@ from typing import Generic, Mapping, TypeVar
 
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.compare.comparison import Comparison
+from perfci.config import BUILD_TIMEOUT_S
 from perfci.history.canary import CanaryNight, Rates
 from perfci.history.model import RunInfo, run_info
 from perfci.model import ResultTable, column_mode
@@ -63,6 +64,7 @@ class Project:
     where: Path | None = None  # the project root: its [tool.perfci], suites and kernels; perfci runs here
     subdir: str = ""  # the project root relative to the repository's top ("" when they are one)
     build: str | None = None  # the build command in force (--build, else [tool.perfci] build)
+    build_timeout: float = BUILD_TIMEOUT_S  # [tool.perfci] build_timeout: each build's limit, in seconds
     head: str = ""  # --repo's HEAD
     suite: str = ""  # the suite's name: what tonight is recorded and judged under
     suite_word: str = ""  # SUITE as the children get it (a .toml as an absolute path)

@@ -67,7 +67,8 @@ def project(cfg: NightConfig, found: Project) -> tuple[Project, ProjectConfig]:
         suite = suite_word = _bench_suite_name(cfg.suite)
     else:
         suite, suite_word = load_suite(cfg.suite, where).name, _suite_word(cfg.suite, where)
-    return replace(found, where=where, subdir=subdir, build=build, suite=suite, suite_word=suite_word), config
+    return replace(found, where=where, subdir=subdir, build=build, build_timeout=config.build_timeout, suite=suite,
+                   suite_word=suite_word), config
 
 
 def tonight(cfg: NightConfig, p: Project, log: Log) -> StageOutcome[TonightResult]:
@@ -120,10 +121,14 @@ def _bench_suite_name(word: str) -> str:
 
 
 def _build(p: Project, where: Path, log: Log) -> None:
-    """The project's build in the checkout before tonight is measured; a failure is bad input."""
+    """The project's build in the checkout before tonight is measured; a failure, or a build still
+    going at [tool.perfci] build_timeout, is bad input."""
     if p.build is None:
         return
-    built = run_command(p.build, where)
+    built = run_command(p.build, where, timeout=p.build_timeout)
+    if built.cut_off:
+        raise PerfciError(built.unfinished_reason(f"the build {p.build!r} in {where} at {p.head[:12] or 'HEAD'}",
+                                                  "[tool.perfci] build_timeout"))
     if not built.ok:
         raise PerfciError(f"the build {p.build!r} failed in {where} at {p.head[:12] or 'HEAD'}: "
                           f"{built.failure_reason('build')}")

@@ -16,7 +16,8 @@ kernel libraries (entry point perfci.kernels), with any name the project's
 copy shadows.
 
 Keys: suites (folder), kernels (modules), baselines (folder), history (store),
-noise_profiles (arch = profile file), build (command), compile_accept (compile-diff
+noise_profiles (arch = profile file), build (command), build_timeout (seconds a build
+may take, default 1800), compile_accept (compile-diff
 changes accepted: arch, case, bounds, reason; docs/compile.md), stale_days (`perfci
 history stale`, default 2). docs/kernels.md.
 

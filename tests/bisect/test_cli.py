@@ -88,6 +88,21 @@ def test_skips_around_a_broken_commit_still_find_the_culprit(history_factory):
         assert set(report["candidates"]) == {h.commits[7], h.commits[8]}
 
 
+def test_a_commit_whose_build_hangs_is_skipped_at_build_timeout_and_everything_is_restored(history_factory):
+    h = history_factory(n_commits=4, culprit_index=3, broken=(2,))
+    before = snapshot(h.path)
+    started = time.monotonic()
+    result = perfci(h.path, "--format", "json", "--build", "if [ -e broken.txt ]; then sleep 30; fi",
+                    "--build-timeout", "1", h.good, h.bad, "--", "./bench.py")
+    assert time.monotonic() - started < 25.0  # the hung build was not waited for
+    report = parse_json(result.stdout)
+    # Commit 2 is skipped as a failed build is, so the answer is "2 or 3": exit 2 naming both.
+    (hung,) = [step for step in report["steps"] if step["sha"] == h.commits[1]]
+    assert hung["verdict"] == "skip" and hung["reason"] == "build did not finish in 1 s (--build-timeout)"
+    assert result.returncode == 2 and set(report["candidates"]) == {h.commits[1], h.commits[2]}
+    assert snapshot(h.path) == before
+
+
 @pytest.mark.slow  # a whole bisect in git, one process per bench run: ~10 s on a loaded 2-core machine
 def test_cache_means_a_rerun_measures_nothing(history_factory, counter):
     h = history_factory(n_commits=30, seed=3)
@@ -171,6 +186,8 @@ def _bad_input_cases(h):
         "no metric": ([h.good, h.bad, "--", "echo", "hello"], "no number on stdout"),
         "a gone option": (["--repeats", "5", h.good, h.bad, "--", "./bench.py"], "are gone"),
         "no budget": (["--budget", "0", h.good, h.bad, "--", "./bench.py"], "--budget must be positive"),
+        "no build time": (["--build", "true", "--build-timeout", "0", h.good, h.bad, "--", "./bench.py"],
+                          "--build-timeout must be a positive number of seconds"),
         "too few rounds": (["--min-rounds", "1", h.good, h.bad, "--", "./bench.py"], "at least 2"),
         "csv without case": (["--csv-column", "median_us", h.good, h.bad, "--", "./bench.py"], "go together"),
         "bad regex": (["--metric", "(", h.good, h.bad, "--", "./bench.py"], "not a valid regex"),
@@ -252,6 +269,7 @@ def test_a_bench_run_has_a_timeout_unless_told_otherwise():
 
     assert bench().timeout == 1800
     assert bench("--timeout", "7").timeout == 7
+    assert bench().build_timeout == 1800 and bench("--build", "make", "--build-timeout", "90").build_timeout == 90
 
 
 def test_the_total_budget_stops_a_hung_run_in_flight(history_factory, tmp_path):

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
 from perfci import git as perfci_git
 from perfci import gitsession
-from perfci.benchcmd import BenchSpec
+from perfci.benchcmd import BenchSpec, Deadline
 from perfci.benchmetric import MetricSpec
 from perfci.bisect.cache import Cache
 from perfci.bisect.trees import SlotTrees, Worktrees
@@ -47,6 +48,28 @@ def test_a_reused_tree_loses_the_last_commit_s_untracked_and_ignored_files(slot)
     assert not (path / f"artifact-{first}.bin").exists()
     assert not (path / f"vendor-{first}").exists()
     assert (path / f"artifact-{second}.bin").exists()
+
+
+@pytest.mark.parametrize("limit, deadline, reason", [
+    (1.0, None, "build did not finish in 1 s (--build-timeout)"),
+    (60.0, 0.5, "build stopped after 0.5s: the --total-budget 9 s ran out"),
+])
+def test_a_build_cut_off_is_a_failed_build_not_kept_in_the_cache(tmp_path, limit, deadline, reason):
+    history = make_history(tmp_path / "repo", 2, 1)
+    repo = perfci_git.open_repo(history.path)
+    journal = gitsession.Journal(tmp_path / "journal.json", "test", "worktrees", "main", history.bad)
+    spec = BenchSpec(("true",), "sleep 30", MetricSpec(), build_timeout=limit)
+    end = None if deadline is None else Deadline(time.monotonic() + deadline, "--total-budget 9 s")
+    cache = Cache(None)
+    trees = SlotTrees(Worktrees(repo, journal, gitsession.no_pause), "slot0", spec, {}, cache, deadline=end)
+    try:
+        started = time.monotonic()
+        assert trees.prepare([history.good]) == {history.good: reason}  # the commit is skipped, as a failed build
+        assert time.monotonic() - started < 15.0  # not the build's 30 s
+        # Not remembered: the cache's key holds no limit, so a larger one builds the commit again.
+        assert cache.build_failed(spec.cache_key(history.good)) is None
+    finally:
+        gitsession.remove_worktrees(repo, journal.worktrees)
 
 
 def test_the_user_s_own_tree_is_never_cleaned(slot):

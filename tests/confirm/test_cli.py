@@ -76,6 +76,7 @@ def test_no_common_mode_is_the_default_and_a_cap_still_ends_the_session(history,
     (["HEAD~1", "--min-rounds", "1", "--", "./bench.py"], "--min-rounds"),
     (["HEAD~1", "--min-rounds", "8", "--max-rounds", "6", "--", "./bench.py"], "--min-rounds"),
     (["HEAD~1", "--budget", "0", "--", "./bench.py"], "--budget"),
+    (["HEAD~1", "--build-timeout", "-1", "--", "./bench.py"], "--build-timeout must be a positive number"),
     (["HEAD~1", "--reference", "kernel=torch_matmul", "--", "./bench.py"], "--reference names cases"),
     (["HEAD~1", "--reference", "M=x", "--results", "r.csv", "--", "./bench.py"], "--reference 'M=x'"),
     (["HEAD~1", "--reference", "kernel=a", "--no-common-mode", "--results", "r.csv", "--", "./bench.py"],
@@ -94,6 +95,19 @@ def test_a_bench_that_fails_on_one_side_says_which(tmp_path):
     assert proc.returncode == 2
     assert "failed at CUR HEAD" in proc.stderr and "broken" in proc.stderr
     assert git(history.path, "worktree", "list").count("\n") == 0  # only the main tree is left
+
+
+def test_a_build_that_hangs_is_stopped_at_build_timeout_and_the_tree_is_untouched(history):
+    dirty_the_tree(history.path)
+    before = snapshot(history.path)
+    started = time.monotonic()
+    proc = confirm(history.path, history.good, "HEAD", "--build", "sleep 30", "--build-timeout", "1",
+                   "--", "./bench.py")
+    assert time.monotonic() - started < 25.0  # the hung build was not waited for
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"the build 'sleep 30' at base {history.good} ({history.good[:12]}) did not finish in 1 s " \
+           f"(--build-timeout)" in proc.stderr
+    assert snapshot(history.path) == before  # worktrees removed, tree, index and branch as they were
 
 
 def test_a_killed_confirm_is_cleaned_up_by_abort(history, tmp_path):

@@ -10,7 +10,8 @@ import pytest
 
 from perfci.benchcmd import BenchSpec, Deadline
 from perfci.benchmetric import MetricSpec
-from perfci.confirm.session import ABBA, BAAB, ConfirmConfig, Side, _measure, round_orders
+from perfci.confirm.session import ABBA, BAAB, ConfirmConfig, Side, _build, _measure, round_orders
+from perfci.errors import PerfciError
 from tests.proc_util import wait_until_dead
 
 
@@ -64,6 +65,24 @@ def test_the_budget_s_end_stops_a_run_in_flight(tmp_path):
     assert seconds < 15.0
     (values, why), _ = _run_once(tmp_path, "true", deadline=Deadline(time.monotonic() - 1, "--budget 4 s"))
     assert values == {} and why == "not run: the --budget 4 s ran out"
+
+
+# --------------------------------------------------------------------------- a build's limits
+
+
+@pytest.mark.parametrize("limit, deadline, message", [
+    (1.0, None, "the build 'sleep 30' at base a (000000000000) did not finish in 1 s (--build-timeout)"),
+    (60.0, 0.5, "the build 'sleep 30' at base a (000000000000) stopped after 0.5s: the --budget 4 s ran out"),
+])
+def test_a_build_still_going_at_its_limit_or_the_budget_s_end_ends_confirm_in_one_line(tmp_path, limit, deadline,
+                                                                                       message):
+    cfg = ConfirmConfig(tmp_path, "a", "b", BenchSpec(("true",), "sleep 30", MetricSpec(), build_timeout=limit))
+    end = None if deadline is None else Deadline(time.monotonic() + deadline, "--budget 4 s")
+    started = time.monotonic()
+    with pytest.raises(PerfciError) as err:
+        _build(cfg, Side("base", "a", "0" * 40, tmp_path), end)
+    assert err.value.message == message
+    assert time.monotonic() - started < 15.0  # not the build's 30 s
 
 
 # --------------------------------------------------------------------------- rounds after a look
