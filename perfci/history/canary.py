@@ -16,6 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Iterable, Sequence
 
 from perfci import stats
+from perfci.escape import term_text
 from perfci.verdict import TESTED, Verdict
 
 FORMAT = "perfci-canary"
@@ -230,7 +231,7 @@ def render_table(device: str, store: str, nights: Sequence[CanaryNight], confide
                      f"{_short(row['false_alarm']):<18} {_short(row['compare_power']):<18} "
                      f"{_short(row['confirm_power']):<18}")
     lines += ["", *rates(nights, confidence).lines(), *told]
-    return "\n".join(lines) + "\n"
+    return "\n".join(term_text(line) for line in lines) + "\n"
 
 
 def render_json(stores: Sequence[tuple[str, str, Sequence[CanaryNight]]], confidence: float = 0.95,

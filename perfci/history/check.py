@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from perfci.escape import term_text
 from perfci.history.changepoints import ChangeOptions, Detection, detect_levels
 from perfci.history.clockspace import JudgedSeries, judge, space_counts
 from perfci.history.model import CaseSeries, History, case_series
@@ -140,4 +141,4 @@ def render_table(result: CheckResult) -> str:
                f"means, permutation p <= {opts.alpha:g} ({opts.permutations} shuffles), at least "
                f"{opts.min_segment} runs a segment, a run over {opts.clip_sd:g} sd from its neighbours pulled "
                f"in, shifts under {opts.min_change_pct:g}% not reported")
-    return "\n".join(out) + "\n"
+    return "\n".join(term_text(line) for line in out) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
+from perfci.escape import term_text
 from perfci.history.triage import TriageRecord
 
 
@@ -20,4 +21,4 @@ def render_records_table(records: Sequence[TriageRecord]) -> str:
     for r in records:
         lines.append(f"{r.when:<25} {r.state.value:<12} {r.sha[:12]:<12} {r.who[:16]:<16} {r.case}: {r.reason}"
                      + (f" ({r.link})" if r.link else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(term_text(line) for line in lines) + "\n"

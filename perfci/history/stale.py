@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from perfci.escape import md_code, md_text
+from perfci.escape import md_code, md_text, term_text
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def render_table(ages: Sequence[SuiteAge], days: int) -> str:
     for a in ages:
         lines.append(f"{a.device[:24]:<24} {a.suite[:16]:<16} {a.last:<26} {a.age_days:>7.1f}d  "
                      + ("STALE: no night since" if a.stale else "ok") + f"  ({a.store})")
-    return "\n".join(lines) + "\n"
+    return "\n".join(term_text(line) for line in lines) + "\n"
 
 
 def render_markdown(ages: Sequence[SuiteAge], days: int) -> str:
