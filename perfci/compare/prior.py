@@ -30,8 +30,9 @@ pattern, one way of being disturbed):
   launched two configs left out (an autotuner's race, not noise): four kernels at
   K = 2 give 4 degrees of freedom, a bound 2.4 times the pooled spread (three:
   2.9 times). A noisy
-  kernel raises the pool, and with it the bound, so a suite with one never gets
-  below the profile;
+  kernel raises the pool, and with it the bound; the bound is the kernels'
+  pooled variance, though, so enough quiet kernels pull it below the profile
+  with a noisy one among them (docs/history.md);
 * the prior's weight is capped at ``max_prior_nights``: the cases of a family
   share each night, so 16 cases over 3 nights are not 32 independent degrees of
   freedom about the next night (a process that slows every split-K case by 2%

@@ -20,8 +20,8 @@ intercept of ``a + b/us``. So for each kernel's cases (variants included):
   ``MIN_OTHERS_LEVEL``, takes the others' level alone (a biweight location):
   too few cases for the whole design, yet the suite's fit over every case would
   carry its own change (a team's suite of 3-4 kernels of 2-3 cases, drawn from
-  the H200's stored nights: +3% on split-K seen as +1.4%, flagged in 47-57% of
-  its cases at K = 3-4; ``benchmarks/history_validation.py --only team-suites``);
+  the H200's stored nights: +3% on split-K seen as +1.4% and flagged in 47-57%
+  of its cases at K = 3-4 with the suite's fit, 65-70% with the others' level; ``benchmarks/history_validation.py --only team-suites``);
 * a kernel with fewer others than that keeps the suite's fit.
 """
 from __future__ import annotations

@@ -150,14 +150,15 @@ def run(cfg: ConfirmConfig, progress: Progress,
         # project whose build takes longer than the rounds would otherwise never be confirmed).
         for side in sides:
             _build(cfg, side)
-        deadline = None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
         if cfg.suite is None:
+            deadline = _budget_deadline(cfg)
             judgement, rounds = _rounds(cfg, sides, progress, decide,
                                         lambda side, _keys: _measure(cfg, side, deadline))
         else:
             with WarmSides(cfg.suite, progress.note) as warm:
                 for side in sides:
                     warm.open(side.name, side.path)
+                deadline = _budget_deadline(cfg)  # from here: a wait for the GPU's lock is not the rounds' time
                 judgement, rounds = _rounds(cfg, sides, progress, decide,
                                             lambda side, keys: _measure_warm(warm, side, keys, deadline),
                                             lambda: first_rows(warm.first, cfg.suite.suite))
@@ -218,10 +219,10 @@ def configured_build(repo_path: Path) -> str | None:
     return f"cd {shlex.quote(below)} && {config.build}" if below else config.build
 
 
-def _build(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -> None:
+def _build(cfg: ConfirmConfig, side: Side) -> None:
     if not cfg.bench.build:
         return
-    built = run_command(cfg.bench.build, side.path, _env(side), cfg.bench.build_timeout, deadline)
+    built = run_command(cfg.bench.build, side.path, _env(side), cfg.bench.build_timeout)
     if built.cut_off:
         raise PerfciError(built.unfinished_reason(f"the build {cfg.bench.build!r} at {side.name} {side.ref} "
                                                   f"({side.sha[:12]})", "--build-timeout"))
@@ -264,7 +265,8 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
                 worked[name] += 1
                 this_round.append((name, values))
         rounds.seconds = time.monotonic() - started
-        if rounds.completed == 1:
+        if rounds.completed == 1 and not (cfg.budget_s is not None and rounds.seconds >= cfg.budget_s):
+            # a side stopped by the budget's end is undecided (the forced look below), not a broken bench
             _refuse_a_side_that_never_ran(worked, last_failure, sides)
         if rows is not None and not _every_case_rowed(rounds):
             rounds.rows = rows()
@@ -278,6 +280,11 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
                       f"({per_round:.1f} s a round{budget}); {why}")
         if stop or left == 0:
             return judgement, rounds
+
+
+def _budget_deadline(cfg: ConfirmConfig) -> Deadline | None:
+    """--budget's end, for the run in flight then; counted from the rounds' start, as ``_rounds`` counts it."""
+    return None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
 
 
 def _every_case_rowed(rounds: Rounds) -> bool:

@@ -202,9 +202,11 @@ def keep_decided(conf: Confirmation, earlier: Confirmation | None) -> Confirmati
     """``conf`` with each case that ``earlier`` (a previous look) decided, as it was decided there."""
     if earlier is None:
         return conf
-    kept = {tuple(c.key): c for c in earlier.cases if decided(c)}
+    kept = {tuple(c.key): c for c in earlier.cases if settled(c)}
     cases = tuple(kept.get(tuple(c.key), c) for c in conf.cases)
-    return replace(conf, cases=cases, counts=verdict_counts(cases))
+    counts = verdict_counts(cases)
+    flips = sum(1 for c in cases if c.verdict == Verdict.CONFIG_FLIP)
+    return replace(conf, cases=cases, counts={**counts, Verdict.CONFIG_FLIP: flips} if flips else counts)
 
 
 def pending(conf: Confirmation | None) -> frozenset[tuple] | None:

@@ -125,12 +125,12 @@ class CaseSeries:
 # --------------------------------------------------------------------------- run identity
 
 
-def parse_timestamp(text: str, where: str) -> datetime:
+def parse_timestamp(text: str, where: str, field: str = "column 'timestamp'") -> datetime:
     """ISO 8601 -> an aware UTC datetime; a naive time is taken as UTC (perfci writes UTC)."""
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise PerfciError(f"{where}: column 'timestamp': '{text}' is not an ISO 8601 time") from None
+        raise PerfciError(f"{where}: {field}: '{text}' is not an ISO 8601 time") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc)

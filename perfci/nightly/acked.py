@@ -57,7 +57,7 @@ def restart_at(t: CaseTriage, nights: Sequence[StoredNight], cur_sha: str) -> in
     at = restart_index(record, [n.sha for n in nights], cur_sha)
     if at is not None:
         return at
-    acked = parse_timestamp(t.when, f"triage record of {' '.join(t.key)}")  # a naive time is UTC, as the store's
+    acked = parse_timestamp(t.when, f"triage record of {' '.join(t.key)}", "'when'")  # a naive time is UTC, as the store's
     return next((i for i, n in enumerate(nights) if n.when >= acked), len(nights))
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from perfci.confirm import render
 from perfci.confirm.analysis import analyze
 from perfci.confirm.flips import with_config_flips
-from perfci.confirm.stopping import StoppingRule, look, pending
+from perfci.confirm.stopping import StoppingRule, keep_decided, look, pending
 from perfci.results import read_results
 from perfci.verdict import Verdict
 
@@ -71,3 +71,13 @@ def test_a_flip_is_settled_at_the_first_look_and_not_measured_again():
     # A config that moved with its source is no flip: still open, still measured.
     moved = look(cases, rule, first_rows=rows("flip_source_changed_cur.csv"))
     assert not moved.stop and pending(moved.confirmation) == frozenset({FLIP})
+
+
+def test_a_later_look_keeps_an_earlier_flip_and_its_count():
+    # Two looks: the flip settled at the first is kept as it was, and still counted, at the second
+    # (the headline and the JSON summary read the counts).
+    conf = with_config_flips(session(), rows("flip_cur.csv"))
+    assert conf.counts[Verdict.CONFIG_FLIP] == 1
+    later = keep_decided(session(), conf)
+    assert {c.key: c.verdict for c in later.cases}[FLIP] == Verdict.CONFIG_FLIP
+    assert later.counts[Verdict.CONFIG_FLIP] == 1 and later.counts[Verdict.REGRESSED] == 1
