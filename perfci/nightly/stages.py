@@ -291,7 +291,8 @@ def _confirm_source(cfg: NightConfig, p: Project, flagged: Path) -> list[str]:
 
 def _timeout_words(cfg: NightConfig) -> list[str]:
     """``--timeout S`` for confirm's runs of the night's --bench (before --confirm-args, which may
-    override it). Without --bench, confirm measures in warm workers whose cases keep their own limit."""
+    override it). Without --bench, confirm measures in warm workers whose cases keep their own limit,
+    cut at the end of the --budget it is given."""
     return [] if cfg.bench is None else ["--timeout", f"{cfg.bench_timeout_s:g}"]
 
 
