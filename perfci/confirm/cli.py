@@ -98,8 +98,8 @@ def _options(p: argparse.ArgumentParser) -> None:
                    "[tool.perfci] build; '' for none)")
     r.add_argument("--build-timeout", type=float, metavar="S",
                    help="stop a build, with its whole process group, after S seconds: confirm ends with an error "
-                        "(default: [tool.perfci] build_timeout, else 1800; a build still going when --budget "
-                        "ends is stopped too)")
+                        "(default: [tool.perfci] build_timeout, else 1800; --budget is the rounds' and does not "
+                        "bound the builds)")
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
                         "1800; a run still going when --budget ends is stopped too). With --suite: each case's "

@@ -248,7 +248,8 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
     rounds = Rounds()
     started = time.monotonic()
     worked = {"base": 0, "cur": 0}
-    last_failure = {"base": "", "cur": ""}
+    last_failure = {"base": "", "cur": ""}  # the bench's own failures
+    stopped = {"base": "", "cur": ""}  # a run the budget's end stopped, or left unstarted
     orders = round_orders(f"{by_name['base'].sha} {by_name['cur'].sha}")
     wanted: frozenset | None = None  # None: every case
     while True:
@@ -258,16 +259,15 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             values, why = measure(by_name[name], wanted)
             rounds.bench_runs += 1
             if why:
-                last_failure[name] = why
+                (stopped if _stopped_by_budget(cfg, why) else last_failure)[name] = why
                 progress.note(f"bench failed at {name.upper()}: {why}")
                 this_round.append((name, None))
             else:
                 worked[name] += 1
                 this_round.append((name, values))
         rounds.seconds = time.monotonic() - started
-        if rounds.completed == 1 and not (cfg.budget_s is not None and rounds.seconds >= cfg.budget_s):
-            # a side stopped by the budget's end is undecided (the forced look below), not a broken bench
-            _refuse_a_side_that_never_ran(worked, last_failure, sides)
+        if rounds.completed == 1:
+            _refuse_a_side_that_never_ran(worked, last_failure, stopped, sides)
         if rows is not None and not _every_case_rowed(rounds):
             rounds.rows = rows()
         per_round = rounds.seconds / rounds.completed
@@ -284,7 +284,16 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
 
 def _budget_deadline(cfg: ConfirmConfig) -> Deadline | None:
     """--budget's end, for the run in flight then; counted from the rounds' start, as ``_rounds`` counts it."""
-    return None if cfg.budget_s is None else Deadline.after(cfg.budget_s, f"--budget {cfg.budget_s:g} s")
+    return None if cfg.budget_s is None else Deadline.after(cfg.budget_s, _budget_name(cfg))
+
+
+def _budget_name(cfg: ConfirmConfig) -> str:
+    return f"--budget {cfg.budget_s:g} s"
+
+
+def _stopped_by_budget(cfg: ConfirmConfig, why: str) -> bool:
+    """Whether a failed run's reason is the budget's end (the Deadline's words), not the bench's own failure."""
+    return cfg.budget_s is not None and f"the {_budget_name(cfg)} ran out" in why
 
 
 def _every_case_rowed(rounds: Rounds) -> bool:
@@ -294,14 +303,22 @@ def _every_case_rowed(rounds: Rounds) -> bool:
     return bool(rounds.rows) and all(keys <= set(rounds.rows.get(side, {})) for side in ("base", "cur"))
 
 
-def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], sides: tuple[Side, Side]) -> None:
+def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], stopped: dict[str, str],
+                                  sides: tuple[Side, Side]) -> None:
     """A bench that fails on one side is a broken comparison, not a measurement: say which side.
 
     Judged after the first round (two runs a side): a side whose every run failed
     (a command or a results file that revision lacks) ends the session. Later
-    single failures are left out of the data and said on the progress line.
+    single failures are left out of the data and said on the progress line. A
+    side that failed only once the budget had run out (``stopped``) is not known to
+    be broken: with the other side measured its cases are inconclusive (the forced
+    look); with neither, there is nothing to judge, and that is said.
     """
-    failed = [s for s in sides if not worked[s.name]]
+    never = [s for s in sides if not worked[s.name]]
+    if len(never) == 2 and not any(why.values()):
+        raise PerfciError(f"the budget ran out before either side was measured ({stopped['cur'] or stopped['base']}): "
+                          f"nothing to judge; give confirm a longer --budget")
+    failed = [s for s in never if why[s.name]]
     if len(failed) == 2:
         raise PerfciError(f"the bench failed at both BASE and CUR: {why['cur']}")
     if failed:
