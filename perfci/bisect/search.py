@@ -243,7 +243,11 @@ class Measurer:
         return self._pair_outcome(decision, rounds, contrasts, seconds, kind)
 
     def _cannot_measure(self, kind, sha, why, a, rounds, contrasts, seconds) -> PairOutcome:
-        if kind == "endpoints":
+        # GOOD or BAD that cannot be measured is bad input, unless --total-budget's end is what stopped
+        # it (a build or a run cut there): that is a bisect undecided for time (exit 3), as a probe's is.
+        budget = self.cfg.total_budget_s
+        stopped = budget is not None and f"the --total-budget {budget:g} s ran out" in why
+        if kind == "endpoints" and not stopped:
             name = "GOOD" if sha == a else "BAD"
             metric = self.cfg.bench.metric.description if self.cfg.bench is not None else "the metric"
             raise PerfciError(f"no metric ({metric}) from the bench at {name} {sha[:12]}: {why}")

@@ -287,3 +287,18 @@ def test_the_total_budget_stops_a_hung_run_in_flight(history_factory, tmp_path):
     assert "the --total-budget 2 s ran out" in line
     assert all(wait_until_dead(int(pid), timeout=2) for pid in pids.read_text().split())
     assert snapshot(h.path) == before
+
+
+def test_a_total_budget_that_ends_in_good_s_build_is_undecided_not_bad_input(history_factory):
+    # A late night gives bisect little time; GOOD's build still going at its end is a bisect undecided
+    # for time (exit 3), not "no metric from the bench at GOOD" (exit 2, as if the input were wrong).
+    h = history_factory(n_commits=4, culprit_index=3)
+    before = snapshot(h.path)
+    started = time.monotonic()
+    result = perfci(h.path, "--format", "json", "--build", "sleep 30", "--total-budget", "1", h.good, h.bad,
+                    "--", "./bench.py")
+    assert time.monotonic() - started < 25.0
+    assert result.returncode == 3, result.stderr[-2000:]
+    report = parse_json(result.stdout)
+    assert report["status"] != "culprit" and "--total-budget 1 s ran out" in result.stdout
+    assert snapshot(h.path) == before
