@@ -202,8 +202,12 @@ def parse_config(table: Mapping[str, Any], path: Path) -> ProjectConfig:
 
 def is_seconds(value: Any) -> bool:
     """A limit in seconds: a number (not a bool) above zero and finite (an infinite one is no limit)."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and value > 0)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:  # an integer past a float's range (TOML has no limit on one) is no limit either
+        return math.isfinite(value) and value > 0
+    except OverflowError:
+        return False
 
 
 def _compile_accept(entries: Any, where: str) -> tuple[Mapping[str, Any], ...]:

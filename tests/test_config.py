@@ -227,3 +227,9 @@ def test_perfci_config_from_a_folder_with_a_fifo_pyproject_is_not_the_defaults(t
     os.mkfifo(tmp_path / "pyproject.toml")
     done = perfci_config(cwd=tmp_path)
     assert done.returncode == 2 and "pyproject.toml: is a pipe (FIFO)" in done.stderr
+
+
+def test_a_build_timeout_past_a_float_s_range_is_one_line_not_a_crash(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.perfci]\nbuild_timeout = 1" + "0" * 400 + "\n")
+    with pytest.raises(PerfciError, match="build_timeout"):
+        load_config(tmp_path)

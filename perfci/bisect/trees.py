@@ -84,6 +84,7 @@ class SlotTrees:
         self.cache = cache
         self.capacity = capacity
         self._trees: OrderedDict[str, _Tree] = OrderedDict()  # sha -> tree, least recently used first
+        self._cut_off: dict[str, str] = {}  # cache key -> why: builds stopped at their limit, this session only
 
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         """Check out and build every commit of ``shas``; returns {sha: why it cannot run} for those that cannot."""
@@ -92,7 +93,7 @@ class SlotTrees:
         failed: dict[str, str] = {}
         for sha in shas:
             key = self.bench.cache_key(sha)
-            known = self.cache.build_failed(key)
+            known = self.cache.build_failed(key) or self._cut_off.get(key)
             if known:
                 failed[sha] = known
                 continue
@@ -107,6 +108,8 @@ class SlotTrees:
                     # with a larger --build-timeout or budget builds the commit again.
                     if not built.cut_off:
                         self.cache.put_build_failure(key, sha, reason)
+                    else:  # but not tried again in this session: a bracket's next probe would wait as long
+                        self._cut_off[key] = reason
                     failed[sha] = reason
                     continue
             tree.built = True
@@ -165,6 +168,9 @@ class WarmSlot:
         return self.trees.prepare(shas)
 
     def run(self, sha: str) -> RunOutcome:
+        deadline = self.trees.deadline
+        if deadline is not None and deadline.left() <= 0:  # no worker started (torch, the kernels) for nothing
+            return RunOutcome(None, f"not run: the {deadline.what} ran out")
         try:
             self.sides.open(sha, self.trees.path(sha))
         except PerfciError as err:

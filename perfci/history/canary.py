@@ -218,8 +218,9 @@ def render_table(device: str, store: str, nights: Sequence[CanaryNight], confide
     """TEAM: the false alarms of real nights as the team judged them (``invalid`` triage records)."""
     told = [f"real nights, as the team judged them: {team.words()} (triage --as invalid)"] if team else []
     if not nights:
-        return "\n".join([f"{store} ({device}): no canary night yet (perfci nightly records one each night it "
-                          f"runs one)", *told]) + "\n"
+        lines = [f"{store} ({device}): no canary night yet (perfci nightly records one each night it runs one)",
+                 *told]
+        return "\n".join(term_text(line) for line in lines) + "\n"
     lines = [f"{store} ({device}): {len(nights)} canary night(s); running rates with "
              f"{100 * confidence:.0f}% Wilson intervals",
              f"{'night':<20} {'sha':<12} {'plant':>6} {'truth':>7}  {'twin':<12} {'planted':<12} "

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from perfci.args import at_least, percentage, probability
 from perfci.errors import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, PerfciError
+from perfci.escape import term_text
 from perfci.files import atomic_write_text
 from perfci.config import STALE_DAYS, load_config
 from perfci.history import stale
@@ -210,8 +211,8 @@ def check_main(args) -> int:
         return EXIT_OK
     named = ", ".join(f"{r['kernel']} {r['shape']} {r['dtype']} {r['change_pct']:+.1f}% at {r['sha'][:12] or '?'}"
                       for r in slow[:3])
-    print(f"perfci history check: {len(slow)} case(s) slower within their last {args.fail_recent} runs: {named}"
-          + (f" and {len(slow) - 3} more" if len(slow) > 3 else ""), file=sys.stderr)
+    print(term_text(f"perfci history check: {len(slow)} case(s) slower within their last {args.fail_recent} runs: "
+                    f"{named}" + (f" and {len(slow) - 3} more" if len(slow) > 3 else "")), file=sys.stderr)
     return EXIT_REGRESSION
 
 
@@ -393,7 +394,7 @@ def stale_main(args) -> int:
     sys.stdout.write(render(ages, days))
     late = [a for a in ages if a.stale]
     if late:
-        print(f"perfci history stale: {len(late)} suite(s) with no night for more than {days} day(s): "
-              + ", ".join(f"{a.device} {a.suite} (last {a.last[:10]})" for a in late[:5]), file=sys.stderr)
+        print(term_text(f"perfci history stale: {len(late)} suite(s) with no night for more than {days} day(s): "
+                        + ", ".join(f"{a.device} {a.suite} (last {a.last[:10]})" for a in late[:5])), file=sys.stderr)
         return EXIT_REGRESSION
     return EXIT_OK

@@ -68,6 +68,10 @@ def test_a_build_cut_off_is_a_failed_build_not_kept_in_the_cache(tmp_path, limit
         assert time.monotonic() - started < 15.0  # not the build's 30 s
         # Not remembered: the cache's key holds no limit, so a larger one builds the commit again.
         assert cache.build_failed(spec.cache_key(history.good)) is None
+        # Within the session it is: a bracket commit's next probe does not wait for the build again.
+        again = time.monotonic()
+        assert trees.prepare([history.good]) == {history.good: reason}
+        assert time.monotonic() - again < 1.0
     finally:
         gitsession.remove_worktrees(repo, journal.worktrees)
 
@@ -92,3 +96,20 @@ def test_a_worktree_left_locked_by_a_kill_while_git_added_it_is_removed(tmp_path
     gitsession.remove_worktrees(repo, [str(kept), str(emptied)])
     assert git(history.path, "worktree", "list").count("\n") == 0
     assert not base.exists()
+
+
+def test_a_warm_slot_starts_no_worker_once_the_total_budget_has_run_out():
+    from types import SimpleNamespace
+
+    from perfci.bisect.trees import WarmSlot
+
+    class NoWorker:
+        def open(self, *args):
+            raise AssertionError("a warm worker was started past the budget")
+
+        measure = open
+
+    past = Deadline(time.monotonic() - 1.0, "--total-budget 9 s")
+    slot = WarmSlot("slot0", SimpleNamespace(deadline=past, path=lambda sha: Path(".")), NoWorker())
+    outcome = slot.run("a" * 40)
+    assert outcome.value is None and outcome.reason == "not run: the --total-budget 9 s ran out"

@@ -36,3 +36,10 @@ def test_an_ordinary_row_is_unchanged():
     age = SuiteAge(store="/stores/h200", device="NVIDIA H200", suite="gemm", last="2026-12-01T01:00:00+00:00",
                    last_sha="abc", age_days=1.0, stale=False)
     assert "NVIDIA H200" in render_table([age], days=3) and "(/stores/h200)" in render_table([age], days=3)
+
+
+def test_canary_table_without_nights_shows_a_hostile_device_as_visible_escapes():
+    from perfci.history.canary import render_table as canary_table
+
+    out = canary_table(HOSTILE, "/tmp/s", [])
+    assert not _has_control(out), repr(out)
