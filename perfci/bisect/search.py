@@ -116,6 +116,11 @@ def run_parallel(pool, jobs: list[tuple[Callable, tuple]]) -> list:
 # --------------------------------------------------------------------------- measuring
 
 
+class OutOfTime(Exception):
+    """A run that --total-budget's end stopped or left unstarted: its round is neither kept nor cached, and
+    the decision ends undecided for time (a commit is never skipped, nor refused on a rerun, for it)."""
+
+
 class Measurer:
     """Runs rounds in slots, through the cache, and takes each decision on them as they come in.
 
@@ -158,6 +163,8 @@ class Measurer:
             self.cfg.pause("bench")
             outcome = slot.run(sha)
             value = outcome.value
+            if value is None and self.out_of_time(outcome.reason):
+                raise OutOfTime(outcome.reason)
             with self._lock:
                 self.bench_runs += 1
                 if value is None:
@@ -172,6 +179,10 @@ class Measurer:
     def reason(self, sha: str) -> str:
         with self._lock:
             return self._reasons.get(sha, "")
+
+    def out_of_time(self, why: str) -> bool:
+        """Whether a failure's reason is --total-budget's end (the Deadline's words), not the commit's."""
+        return self.cfg.total_budget_s is not None and f"the --total-budget {self.cfg.total_budget_s:g} s ran out" in why
 
     # ------------------------------------------------------------------ pairs
 
@@ -215,8 +226,15 @@ class Measurer:
                                   cfg.min_effect_pct, final=True)
                 break
             first = len(rounds)
-            batch = run_parallel(pool, [(self.run_round, (slot, roles, rules.pair_order(first + j)))
-                                        for j, slot in enumerate(slots)])
+            try:
+                batch = run_parallel(pool, [(self.run_round, (slot, roles, rules.pair_order(first + j)))
+                                            for j, slot in enumerate(slots)])
+            except OutOfTime as stop:
+                enough = len(contrasts) >= rule.min_rounds
+                decision = decide(rules.look(contrasts, rule, force=True, since=len(contrasts)), cfg.min_effect_pct,
+                                  final=True) if enough else rules.StepDecision(StepStatus.UNRESOLVED, None,
+                                                                                f"not decided: {stop}")
+                break
             since = len(contrasts)
             for rnd in batch:
                 rounds.append(rnd)
@@ -244,10 +262,8 @@ class Measurer:
 
     def _cannot_measure(self, kind, sha, why, a, rounds, contrasts, seconds) -> PairOutcome:
         # GOOD or BAD that cannot be measured is bad input, unless --total-budget's end is what stopped
-        # it (a build or a run cut there): that is a bisect undecided for time (exit 3), as a probe's is.
-        budget = self.cfg.total_budget_s
-        stopped = budget is not None and f"the --total-budget {budget:g} s ran out" in why
-        if kind == "endpoints" and not stopped:
+        # it (its build cut there): that is a bisect undecided for time (exit 3), as a probe's is.
+        if kind == "endpoints" and not self.out_of_time(why):
             name = "GOOD" if sha == a else "BAD"
             metric = self.cfg.bench.metric.description if self.cfg.bench is not None else "the metric"
             raise PerfciError(f"no metric ({metric}) from the bench at {name} {sha[:12]}: {why}")
@@ -293,6 +309,9 @@ class Measurer:
             if decision.status != ProbeStatus.OPEN:
                 return self._probe_outcome(decision, m, lo, hi, i + 1, cached_seconds, "")
         cannot = slot.prepare([lo, m, hi])
+        if any(self.out_of_time(why) for why in cannot.values()):
+            return self._out_of_time_probe(m, lo, hi, rounds, contrasts, scale, cached_seconds,
+                                           next(why for why in cannot.values() if self.out_of_time(why)))
         if cannot:
             sha, why = (m, cannot[m]) if m in cannot else next(iter(cannot.items()))
             return self._skip(m, lo, hi, why if sha == m else f"bracket commit {sha[:12]} cannot run: {why}",
@@ -303,7 +322,12 @@ class Measurer:
             if spent >= budget_s and len(contrasts) >= rule.min_rounds:
                 decision = probes.decide_probe(contrasts, rule, scale.step, floor, final=True)
                 break
-            rnd = self.run_round(slot, roles, rules.probe_order(len(rounds)))
+            try:
+                rnd = self.run_round(slot, roles, rules.probe_order(len(rounds)))
+            except OutOfTime as stop:
+                seconds = cached_seconds + self.clock() - started
+                self.cache.put_rounds(key, "probe", rounds, seconds)
+                return self._out_of_time_probe(m, lo, hi, rounds, contrasts, scale, seconds, str(stop))
             rounds.append(rnd)
             c = rules.probe_contrast(rnd, cfg.higher_is_better)
             if c is not None:
@@ -341,6 +365,14 @@ class Measurer:
         record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), CommitVerdict.SKIP,
                             rounds=rounds, against=(self.order[lo], self.order[hi]), seconds=seconds, reason=why)
         return ProbeOutcome(CommitVerdict.SKIP, record)
+
+    def _out_of_time_probe(self, m, lo, hi, rounds, contrasts, scale, seconds, why) -> ProbeOutcome:
+        """The probe as far as its rounds went when --total-budget ran out: decided if they suffice, else unsure."""
+        cfg = self.cfg
+        decision = probes.decide_probe(contrasts, cfg.rule, scale.step, rules.log_of_pct(cfg.min_effect_pct),
+                                       final=True) if len(contrasts) >= cfg.rule.min_rounds else \
+            probes.ProbeDecision(ProbeStatus.UNSURE, message=f"not decided: {why}")
+        return self._probe_outcome(decision, m, lo, hi, len(rounds), seconds, "")
 
     def _probe_outcome(self, decision: probes.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
         verdict = {ProbeStatus.GOOD: CommitVerdict.GOOD,
@@ -436,7 +468,8 @@ def search(cfg: BisectConfig, slots: Sequence[Slot], good: str, bad: str, commit
         for out in outcomes:
             progress.step(out.record, state, len(commits), steps_left(state, len(slots)) * per_round)
         verdicts = {out.verdict for out in outcomes}
-        if CommitVerdict.UNSURE in verdicts and not verdicts & {CommitVerdict.GOOD, CommitVerdict.BAD}:
+        out_of_time = cfg.total_budget_s is not None and budget() <= 0.0  # said at the loop's top
+        if CommitVerdict.UNSURE in verdicts and not verdicts & {CommitVerdict.GOOD, CommitVerdict.BAD} and not out_of_time:
             # A probe that its budget could not decide says the step is too small for this
             # machine's noise at this budget; its neighbours are as hard, so probing them
             # one by one would spend a budget each for the same answer. (A skipped commit,
