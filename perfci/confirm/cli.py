@@ -43,7 +43,8 @@ examples:
 exit codes:
   0  no case confirmed slower
   1  a confirmed regression
-  2  bad input: unknown or identical refs, a bench that fails on one side (which one is said)
+  2  bad input: unknown or identical refs, a bench that fails on one side (which one is said), a build
+     that failed or timed out, --budget over before either side was measured
   3  --strict: something stayed inconclusive
   130 interrupted (worktrees removed)
 """
