@@ -113,76 +113,58 @@ def test_rounds_after_a_look_measure_only_the_cases_it_left_open():
     assert rounds.completed == len(asked) // 4
 
 
-def test_a_budget_that_ends_inside_the_first_round_is_undecided_not_a_broken_bench():
-    # The budget's end stopped CUR's runs before any finished: a forced look (inconclusive), not
-    # "the bench failed at CUR only", which would read as bad input (exit 2) in a night.
+def _first_round(budget_s: float, measure):
+    """``_rounds`` of one case over BASE and CUR with ``budget_s``, ``measure`` standing for the bench."""
     from types import SimpleNamespace
 
     from perfci.confirm.session import _rounds, decider
 
-    key = ("tiled", "1024x1024x1024", "fp16")
     cfg = SimpleNamespace(min_rounds=5, max_rounds=None, alpha=0.05, min_effect_pct=1.0, suite=None,
-                          reference=None, higher_is_better=False, budget_s=0.05)
+                          reference=None, higher_is_better=False, budget_s=budget_s)
     sides = (Side("base", "HEAD~1", "1" * 40, Path(".")), Side("cur", "HEAD", "2" * 40, Path(".")))
+    return _rounds(cfg, sides, SimpleNamespace(note=lambda _: None), decider(cfg), measure)
 
+
+KEY = ("tiled", "1024x1024x1024", "fp16")
+
+
+def test_a_budget_that_ends_inside_the_first_round_is_undecided_not_a_broken_bench():
+    # The budget's end stopped CUR's runs before any finished: a forced look (inconclusive), not
+    # "the bench failed at CUR only", which would read as bad input (exit 2) in a night.
     def measure(side, keys):
         time.sleep(0.02)
-        return ({key: 20.0}, "") if side.name == "base" else ({}, "not run: the --budget 0.05 s ran out")
+        return ({KEY: 20.0}, "") if side.name == "base" else ({}, "not run: the --budget 0.05 s ran out")
 
-    judgement, rounds = _rounds(cfg, sides, SimpleNamespace(note=lambda _: None), decider(cfg), measure)
+    judgement, rounds = _first_round(0.05, measure)
     assert rounds.completed == 1
     assert [c.verdict for c in judgement.cases] == ["inconclusive"]
 
 
 def test_a_side_that_fails_its_first_round_inside_the_budget_is_still_refused():
-    from types import SimpleNamespace
-
-    from perfci.confirm.session import _rounds, decider
-
-    cfg = SimpleNamespace(min_rounds=5, max_rounds=None, alpha=0.05, min_effect_pct=1.0, suite=None,
-                          reference=None, higher_is_better=False, budget_s=600.0)
-    sides = (Side("base", "HEAD~1", "1" * 40, Path(".")), Side("cur", "HEAD", "2" * 40, Path(".")))
-
     def measure(side, keys):
-        return ({("k", "1x1x1", "fp32"): 20.0}, "") if side.name == "base" else ({}, "exited 1: no such file")
+        return ({KEY: 20.0}, "") if side.name == "base" else ({}, "exited 1: no such file")
 
     with pytest.raises(PerfciError, match="the bench failed at CUR HEAD"):
-        _rounds(cfg, sides, SimpleNamespace(note=lambda _: None), decider(cfg), measure)
+        _first_round(600.0, measure)
 
 
 def test_a_broken_side_is_refused_even_when_the_other_side_s_runs_outlast_the_budget():
     # BASE's runs alone are longer than the budget; CUR fails at once, on its own (not the budget's end):
     # a broken bench at CUR, whatever the clock says.
-    from types import SimpleNamespace
-
-    from perfci.confirm.session import _rounds, decider
-
-    cfg = SimpleNamespace(min_rounds=5, max_rounds=None, alpha=0.05, min_effect_pct=1.0, suite=None,
-                          reference=None, higher_is_better=False, budget_s=0.05)
-    sides = (Side("base", "HEAD~1", "1" * 40, Path(".")), Side("cur", "HEAD", "2" * 40, Path(".")))
-
     def measure(side, keys):
         if side.name == "base":
             time.sleep(0.06)
-            return {("k", "1x1x1", "fp32"): 20.0}, ""
+            return {KEY: 20.0}, ""
         return {}, "bench exited 1: ModuleNotFoundError: No module named 'kernels'"
 
     with pytest.raises(PerfciError, match="the bench failed at CUR HEAD .* only: bench exited 1"):
-        _rounds(cfg, sides, SimpleNamespace(note=lambda _: None), decider(cfg), measure)
+        _first_round(0.05, measure)
 
 
 def test_a_budget_that_ran_out_before_either_side_was_measured_is_said_not_judged():
-    from types import SimpleNamespace
-
-    from perfci.confirm.session import _rounds, decider
-
-    cfg = SimpleNamespace(min_rounds=5, max_rounds=None, alpha=0.05, min_effect_pct=1.0, suite=None,
-                          reference=None, higher_is_better=False, budget_s=0.05)
-    sides = (Side("base", "HEAD~1", "1" * 40, Path(".")), Side("cur", "HEAD", "2" * 40, Path(".")))
-
     def measure(side, keys):
         time.sleep(0.02)
         return {}, "not run: the --budget 0.05 s ran out"
 
     with pytest.raises(PerfciError, match="the budget ran out before either side was measured"):
-        _rounds(cfg, sides, SimpleNamespace(note=lambda _: None), decider(cfg), measure)
+        _first_round(0.05, measure)
