@@ -4,7 +4,8 @@
                                             [--only pooled|changepoints|stored-nights] [--cp-alpha 0.01]
                                             [--pooled default|no-absolute-floor|suite-prior|2026-11-30]
                                             [--subsets 3] [--only team-suites --team-draws 500
-                                            --team-rules both|before]
+                                            --team-rules both|before --team-families N
+                                            --team-shift others|fit]
 
 1. Pooled baseline (`perfci compare STORE CUR`): power to find +3 / +5 / +10% on one case, and
    false alarms without a plant, against K = 1..4 earlier nights. The five quiet nights of
@@ -44,7 +45,10 @@
    spread) and 0.95 (today: lowered to the suite's own upper bound where that is lower): A/A verdict shares,
    each drawn family in turn +3% (flagged, regressed, and how much of the 3% its estimates kept), per K
    and per family (split-K included: the families that move ~3% between processes). `--team-rules before`
-   runs the rule before alone.
+   runs the rule before alone; `--team-families 2` draws suites of exactly two families (a team's GEMM
+   and torch's, say); `--team-shift fit` judges with tonight's shift as before 2026-12-02's change (a
+   family with 3-5 other cases took the suite's fit over every case, its own change in it; today's
+   `others`: their level alone, perfci/compare/shift.py `MIN_OTHERS_LEVEL`).
 
 Time: about 9 minutes on a 2-core CPU machine for parts 1-2 (--quick: one history subset per K),
 7 for part 3 (--subsets 3), part 4 about 2 minutes per rule (500 draws per suite, 0.14 s a draw and rule).
@@ -74,6 +78,7 @@ from perfci.compare.noise import profile_for_arch  # noqa: E402
 from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
 from perfci.compare.pooled import PooledOptions, build_baseline, judge  # noqa: E402
 from perfci.compare.prior import PriorOptions  # noqa: E402
+from perfci.compare import shift as shift_module  # noqa: E402
 from perfci.files import atomic_write_text  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
@@ -365,9 +370,10 @@ class TeamDraw:
 
 
 def draw_team_suites(suite: str, nights: list[tuple[str, ResultTable]], draws: int,
-                     rng: np.random.Generator) -> list[TeamDraw]:
-    """DRAWS small suites of SUITE: a random tonight and store, then 3 or 4 families among those with >= 2 cases ok
-    on every night of the draw (decode's gemv is not on n2), 2 or 3 of each family's cases."""
+                     rng: np.random.Generator, n_families: int | None = None) -> list[TeamDraw]:
+    """DRAWS small suites of SUITE: a random tonight and store, then 3 or 4 families (``n_families``: that many)
+    among those with >= 2 cases ok on every night of the draw (decode's gemv is not on n2), 2 or 3 of each
+    family's cases."""
     out = []
     for _ in range(draws):
         tonight = int(rng.integers(len(nights)))
@@ -381,7 +387,7 @@ def draw_team_suites(suite: str, nights: list[tuple[str, ResultTable]], draws: i
         for key in sorted(ok):
             by_family.setdefault(key[0], []).append(key)
         eligible = sorted(f for f, v in by_family.items() if len(v) >= 2)
-        n_fam = min(int(rng.integers(3, 5)), len(eligible))  # prefill has 3 families of >= 2 cases
+        n_fam = min(int(rng.integers(3, 5)) if n_families is None else n_families, len(eligible))
         families = tuple(sorted(rng.choice(eligible, size=n_fam, replace=False).tolist()))
         keys = set()
         for f in families:
@@ -433,11 +439,12 @@ class TeamTally:
                 t[3] += math.log(c.ratio / aa[c.key]) if c.ratio and c.key in aa else math.log(1.03)
 
 
-def team_suite_runs(suite: str, draws: int, rules, tally: TeamTally, seed: int = 11) -> list[TeamDraw]:
+def team_suite_runs(suite: str, draws: int, rules, tally: TeamTally, seed: int = 11,
+                    n_families: int | None = None) -> list[TeamDraw]:
     """Judge each drawn small suite's tonight against its store at every K, under each rule: A/A, then each of its
     families in turn +3% (the drawn cases only: the others are not in the tables)."""
     nights = stored_nights(suite)
-    team = draw_team_suites(suite, nights, draws, np.random.default_rng(seed))
+    team = draw_team_suites(suite, nights, draws, np.random.default_rng(seed), n_families)
     for d in team:
         tonight = only_cases(nights[d.tonight][1], d.keys)
         planted_nights = {f: family_planted(tonight, f, 1.03) for f in d.families}
@@ -497,8 +504,10 @@ def _seen(log_sum: float, n: int) -> str:
     return f"{100 * math.expm1(log_sum / n):+.1f}%" if n else "-"
 
 
-def team_suite_report(draws: int, rules) -> list[str]:
-    text = ["## 4. Team-like suites: 3-4 families of 2-3 cases, drawn from the stored H200 nights", "",
+def team_suite_report(draws: int, rules, n_families: int | None = None, shift: str = "others") -> list[str]:
+    families = "3-4" if n_families is None else str(n_families)
+    text = [f"## 4. Team-like suites: {families} families of 2-3 cases, drawn from the stored H200 nights "
+            f"(tonight's shift: {shift})", "",
             f"{draws} draws per suite (seeded) from part 3's stored nights of decode and prefill: a random "
             f"tonight, a random store of {max(TEAM_KS)} of the other nights (K = k uses its first k, so the K "
             "columns are paired), 3 or 4 families (kernel labels) among those with at least 2 cases ok on every "
@@ -515,7 +524,7 @@ def team_suite_report(draws: int, rules) -> list[str]:
             " epilogue variants have one case each), so its draws have 3.", ""]
     tally = TeamTally()
     for suite in ("decode", "prefill"):
-        team_suite_runs(suite, draws, rules, tally)
+        team_suite_runs(suite, draws, rules, tally, n_families=n_families)
     for k in TEAM_KS:
         text += [f"### K = {k} stored nights", "", *team_k_table(tally, k, rules), ""]
     for rule, _ in rules:
@@ -644,6 +653,11 @@ def main() -> int:
                         help=f"part 4: small suites drawn per suite (default {TEAM_DRAWS})")
     parser.add_argument("--team-rules", choices=("both", "before"), default="both",
                         help="part 4: judge with the rule before (the profile's floor) and today's, or the rule before only")
+    parser.add_argument("--team-families", type=int, choices=(2, 3, 4),
+                        help="part 4: families per drawn suite (default: 3 or 4, drawn)")
+    parser.add_argument("--team-shift", choices=("others", "fit"), default="others",
+                        help="part 4: tonight's shift of a family with 3-5 other cases: their level (today's) or "
+                             "the suite's fit over every case (before 2026-12-02)")
     args = parser.parse_args()
     do_team = args.only in (None, "team-suites")
     if args.team_draws < 1:
@@ -701,7 +715,9 @@ def main() -> int:
     if do_stored:
         text += stored_night_report(args.subsets)
     if do_team:
-        text += team_suite_report(args.team_draws, rules)
+        if args.team_shift == "fit":  # the rule before: no case count is enough for the others' level alone
+            shift_module.MIN_OTHERS_LEVEL = sys.maxsize
+        text += team_suite_report(args.team_draws, rules, args.team_families, args.team_shift)
     text += [f"Run time: {time.time() - started:.0f} s.", ""]
     if args.out:
         atomic_write_text(args.out, "\n".join(text))
