@@ -44,6 +44,12 @@ def kill_running() -> None:
         kill_process_group(proc.pid)
 
 
+def ran_out(what: str) -> str:
+    """The words of a run a budget named ``what`` stopped or left unstarted: what says it, and what
+    tells such a run (time ran out) from one that failed by itself."""
+    return f"the {what} ran out"
+
+
 @dataclass(frozen=True)
 class Deadline:
     """When a budget ends (``time.monotonic()``), for the run still going then: it is stopped, a failed run.
@@ -63,6 +69,10 @@ class Deadline:
 
     def left(self) -> float:
         return self.at - time.monotonic()
+
+    @property
+    def ran_out(self) -> str:
+        return ran_out(self.what)
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ class CommandResult:
         if self.returncode is None:
             after = self.seconds if self.limit_s is None else self.limit_s
             if self.stopped_by:
-                return f"{what} stopped after {after:.1f}s: the {self.stopped_by} ran out"
+                return f"{what} stopped after {after:.1f}s: {ran_out(self.stopped_by)}"
             return f"{what} timed out after {after:.1f}s"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
@@ -165,7 +175,7 @@ class RunOutcome:
 def bench_once(spec: BenchSpec, cwd: Path, env: Mapping[str, str], deadline: Deadline | None = None) -> RunOutcome:
     """One bench run: its metric, or why it has none (a run that timed out has none, whatever it printed)."""
     if deadline is not None and deadline.left() <= 0:
-        return RunOutcome(None, f"not run: the {deadline.what} ran out")
+        return RunOutcome(None, f"not run: {deadline.ran_out}")
     csv_path = cwd / spec.metric.csv_file if spec.metric.csv_file else None
     before = csv_path.stat().st_mtime_ns if csv_path is not None and csv_path.exists() else None
     try:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
 from perfci import gitsession
-from perfci.benchcmd import BenchSpec, RunOutcome, kill_running
+from perfci.benchcmd import BenchSpec, RunOutcome, kill_running, ran_out
 from perfci.bisect import probes, rules
 from perfci.bisect.cache import Cache
 from perfci.bisect.core import (
@@ -69,6 +69,11 @@ class BisectConfig:
     suite: SuiteSpec | None = None  # --suite: each commit measured by a warm worker (perfci.measure.sides)
     arguments: dict = field(default_factory=dict)  # the CLI's options, kept for --resume
     pause: gitsession.Pause = field(default=gitsession.no_pause, compare=False)  # called at each of PHASES
+
+    @property
+    def total_budget_name(self) -> str:
+        """--total-budget as its Deadline names it (and a run it stopped says it)."""
+        return f"--total-budget {self.total_budget_s:g} s"
 
     @property
     def rule(self) -> rules.SequentialRule:
@@ -182,7 +187,11 @@ class Measurer:
 
     def out_of_time(self, why: str) -> bool:
         """Whether a failure's reason is --total-budget's end (the Deadline's words), not the commit's."""
-        return self.cfg.total_budget_s is not None and f"the --total-budget {self.cfg.total_budget_s:g} s ran out" in why
+        return self.cfg.total_budget_s is not None and ran_out(self.cfg.total_budget_name) in why
+
+    def late(self, cannot: Mapping[str, str]) -> str:
+        """Of a round's build failures (``prepare``), the one --total-budget's end stopped, if any."""
+        return next((why for why in cannot.values() if self.out_of_time(why)), "")
 
     # ------------------------------------------------------------------ pairs
 
@@ -214,27 +223,28 @@ class Measurer:
         cannot = {}
         for slot_failures in run_parallel(pool, [(slot.prepare, ([a, b],)) for slot in slots]):
             cannot.update(slot_failures)
-        if cannot:
+        late = self.late(cannot)  # a build --total-budget's end stopped: not the commit's failure
+        if cannot and not late:
             sha, why = next(iter(cannot.items()))
             return self._cannot_measure(kind, sha, why, a, rounds, contrasts, cached_seconds)
         started = self.clock()
         decision = rules.StepDecision(StepStatus.OPEN, None)
         while True:
             spent = cached_seconds + self.clock() - started
-            if spent >= budget_s and len(contrasts) >= rule.min_rounds:
+            if (late or spent >= budget_s) and len(contrasts) >= rule.min_rounds:
                 decision = decide(rules.look(contrasts, rule, force=True, since=len(contrasts)),
                                   cfg.min_effect_pct, final=True)
+                break
+            if late:
+                decision = rules.StepDecision(StepStatus.UNRESOLVED, None, f"not decided: {late}")
                 break
             first = len(rounds)
             try:
                 batch = run_parallel(pool, [(self.run_round, (slot, roles, rules.pair_order(first + j)))
                                             for j, slot in enumerate(slots)])
             except OutOfTime as stop:
-                enough = len(contrasts) >= rule.min_rounds
-                decision = decide(rules.look(contrasts, rule, force=True, since=len(contrasts)), cfg.min_effect_pct,
-                                  final=True) if enough else rules.StepDecision(StepStatus.UNRESOLVED, None,
-                                                                                f"not decided: {stop}")
-                break
+                late = str(stop)
+                continue
             since = len(contrasts)
             for rnd in batch:
                 rounds.append(rnd)
@@ -261,9 +271,7 @@ class Measurer:
         return self._pair_outcome(decision, rounds, contrasts, seconds, kind)
 
     def _cannot_measure(self, kind, sha, why, a, rounds, contrasts, seconds) -> PairOutcome:
-        # GOOD or BAD that cannot be measured is bad input, unless --total-budget's end is what stopped
-        # it (its build cut there): that is a bisect undecided for time (exit 3), as a probe's is.
-        if kind == "endpoints" and not self.out_of_time(why):
+        if kind == "endpoints":
             name = "GOOD" if sha == a else "BAD"
             metric = self.cfg.bench.metric.description if self.cfg.bench is not None else "the metric"
             raise PerfciError(f"no metric ({metric}) from the bench at {name} {sha[:12]}: {why}")
@@ -309,25 +317,25 @@ class Measurer:
             if decision.status != ProbeStatus.OPEN:
                 return self._probe_outcome(decision, m, lo, hi, i + 1, cached_seconds, "")
         cannot = slot.prepare([lo, m, hi])
-        if any(self.out_of_time(why) for why in cannot.values()):
-            return self._out_of_time_probe(m, lo, hi, rounds, contrasts, scale, cached_seconds,
-                                           next(why for why in cannot.values() if self.out_of_time(why)))
-        if cannot:
+        late = self.late(cannot)
+        if cannot and not late:
             sha, why = (m, cannot[m]) if m in cannot else next(iter(cannot.items()))
             return self._skip(m, lo, hi, why if sha == m else f"bracket commit {sha[:12]} cannot run: {why}",
                               len(rounds), cached_seconds)
         started = self.clock()
         while True:
             spent = cached_seconds + self.clock() - started
-            if spent >= budget_s and len(contrasts) >= rule.min_rounds:
+            if (late or spent >= budget_s) and len(contrasts) >= rule.min_rounds:
                 decision = probes.decide_probe(contrasts, rule, scale.step, floor, final=True)
+                break
+            if late:
+                decision = probes.ProbeDecision(ProbeStatus.UNSURE, message=f"not decided: {late}")
                 break
             try:
                 rnd = self.run_round(slot, roles, rules.probe_order(len(rounds)))
             except OutOfTime as stop:
-                seconds = cached_seconds + self.clock() - started
-                self.cache.put_rounds(key, "probe", rounds, seconds)
-                return self._out_of_time_probe(m, lo, hi, rounds, contrasts, scale, seconds, str(stop))
+                late = str(stop)
+                continue
             rounds.append(rnd)
             c = rules.probe_contrast(rnd, cfg.higher_is_better)
             if c is not None:
@@ -365,14 +373,6 @@ class Measurer:
         record = StepRecord(m, self.order[m], self.subjects.get(m, ""), self.samples(m), CommitVerdict.SKIP,
                             rounds=rounds, against=(self.order[lo], self.order[hi]), seconds=seconds, reason=why)
         return ProbeOutcome(CommitVerdict.SKIP, record)
-
-    def _out_of_time_probe(self, m, lo, hi, rounds, contrasts, scale, seconds, why) -> ProbeOutcome:
-        """The probe as far as its rounds went when --total-budget ran out: decided if they suffice, else unsure."""
-        cfg = self.cfg
-        decision = probes.decide_probe(contrasts, cfg.rule, scale.step, rules.log_of_pct(cfg.min_effect_pct),
-                                       final=True) if len(contrasts) >= cfg.rule.min_rounds else \
-            probes.ProbeDecision(ProbeStatus.UNSURE, message=f"not decided: {why}")
-        return self._probe_outcome(decision, m, lo, hi, len(rounds), seconds, "")
 
     def _probe_outcome(self, decision: probes.ProbeDecision, m, lo, hi, rounds, seconds, why) -> ProbeOutcome:
         verdict = {ProbeStatus.GOOD: CommitVerdict.GOOD,

@@ -183,7 +183,7 @@ def _bisect(cfg, repo, journal, good, bad, commits, gpus, progress) -> BisectRes
     cache = Cache(git.state_dir(repo) / "cache.json")
     worktrees = Worktrees(repo, journal, cfg.pause)
     deadline = None if cfg.total_budget_s is None else \
-        Deadline.after(cfg.total_budget_s, f"--total-budget {cfg.total_budget_s:g} s")
+        Deadline.after(cfg.total_budget_s, cfg.total_budget_name)
     order = {good: 0, **{sha: i + 1 for i, sha in enumerate(commits)}}
     measurer = Measurer(cfg, cache, order, git.subjects(repo, good, bad))
     with ExitStack() as stack:  # the warm workers stop before the worktrees they run in are removed

@@ -170,7 +170,7 @@ class WarmSlot:
     def run(self, sha: str) -> RunOutcome:
         deadline = self.trees.deadline
         if deadline is not None and deadline.left() <= 0:  # no worker started (torch, the kernels) for nothing
-            return RunOutcome(None, f"not run: the {deadline.what} ran out")
+            return RunOutcome(None, f"not run: {deadline.ran_out}")
         try:
             self.sides.open(sha, self.trees.path(sha))
         except PerfciError as err:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
 from perfci import git, gitsession
-from perfci.benchcmd import BenchSpec, Deadline, bench_once, run_command
+from perfci.benchcmd import BenchSpec, Deadline, bench_once, ran_out, run_command
 from perfci.config import load_config
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.confirm.analysis import Round
@@ -293,7 +293,7 @@ def _budget_name(cfg: ConfirmConfig) -> str:
 
 def _stopped_by_budget(cfg: ConfirmConfig, why: str) -> bool:
     """Whether a failed run's reason is the budget's end (the Deadline's words), not the bench's own failure."""
-    return cfg.budget_s is not None and f"the {_budget_name(cfg)} ran out" in why
+    return cfg.budget_s is not None and ran_out(_budget_name(cfg)) in why
 
 
 def _every_case_rowed(rounds: Rounds) -> bool:
@@ -351,7 +351,7 @@ def _measure(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -
     results = side.path / cfg.results_path
     results.unlink(missing_ok=True)  # ours (a worktree): a stale file must not stand in for this run
     if deadline is not None and deadline.left() <= 0:
-        return {}, f"not run: the {deadline.what} ran out"
+        return {}, f"not run: {deadline.ran_out}"
     try:
         done = run_command(cfg.bench.argv, side.path, env, cfg.bench.timeout, deadline)
     except OSError as err:

@@ -333,7 +333,7 @@ class CaseRunner:
             for index, spec in enumerate(cases):
                 if deadline is not None and deadline.left() <= 0:
                     on_done(index, CaseResult(spec=spec, status="timeout",
-                                              message=f"not run: the {deadline.what} ran out"), {})
+                                              message=f"not run: {deadline.ran_out}"), {})
                     continue
                 on_start(index, spec)
                 started = time.perf_counter()
@@ -369,7 +369,7 @@ class CaseRunner:
             if isinstance(code, CaseResult):
                 return code, {}
         if code is None:
-            why = f"the {deadline.what} ran out" if cut else f"{options.timeout_s:g} s"
+            why = deadline.ran_out if cut else f"{options.timeout_s:g} s"
             return CaseResult(spec=spec, status="timeout", message=f"no result after {why}; killed"), {}
         return _collect(spec, code, res_path, log_path)
 
