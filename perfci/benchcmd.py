@@ -93,21 +93,18 @@ class CommandResult:
         """Stopped at its timeout or a budget's end, rather than exited."""
         return self.returncode is None
 
-    def failure_reason(self, what: str) -> str:
+    def failure_reason(self, what: str, limit_name: str = "") -> str:
+        """Why it failed, in one line. ``limit_name``: the setting its timeout came from, said with it (a
+        build: "did not finish in 1800 s (--build-timeout)", so a hung build names what bounds it)."""
         if self.returncode is None:
             after = self.seconds if self.limit_s is None else self.limit_s
             if self.stopped_by:
                 return f"{what} stopped after {after:.1f}s: {ran_out(self.stopped_by)}"
+            if limit_name:
+                return f"{what} did not finish in {after:g} s ({limit_name})"
             return f"{what} timed out after {after:.1f}s"
         tail = (self.stderr.strip() or self.stdout.strip()).splitlines()[-1:] or [""]
         return f"{what} exited {self.returncode}: {tail[0][:200]}"
-
-    def unfinished_reason(self, what: str, limit_name: str = "") -> str:
-        """A build's :meth:`failure_reason`, its timeout said as a limit ("did not finish in 1800 s
-        (LIMIT_NAME)"): a hung build reads as one, and the line names the setting that bounds it."""
-        if self.cut_off and not self.stopped_by and self.limit_s is not None:
-            return f"{what} did not finish in {self.limit_s:g} s" + (f" ({limit_name})" if limit_name else "")
-        return self.failure_reason(what)
 
 
 def run_command(argv: Sequence[str] | str, cwd: Path, env: Mapping[str, str] | None = None,

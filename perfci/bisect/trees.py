@@ -103,7 +103,7 @@ class SlotTrees:
                 built = run_command(self.bench.build, tree.path, self.env, self.bench.build_timeout,
                                     self.deadline)
                 if not built.ok:
-                    reason = built.unfinished_reason("build", "--build-timeout")
+                    reason = built.failure_reason("build", "--build-timeout")
                     # A build cut off is not kept: the cache's key holds no limit, so a rerun
                     # with a larger --build-timeout or budget builds the commit again.
                     if not built.cut_off:

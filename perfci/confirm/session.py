@@ -224,7 +224,7 @@ def _build(cfg: ConfirmConfig, side: Side) -> None:
         return
     built = run_command(cfg.bench.build, side.path, _env(side), cfg.bench.build_timeout)
     if built.cut_off:
-        raise PerfciError(built.unfinished_reason(f"the build {cfg.bench.build!r} at {side.name} {side.ref} "
+        raise PerfciError(built.failure_reason(f"the build {cfg.bench.build!r} at {side.name} {side.ref} "
                                                   f"({side.sha[:12]})", "--build-timeout"))
     if not built.ok:
         raise PerfciError(f"--build failed at {side.name} {side.ref} ({side.sha[:12]}): "

@@ -321,7 +321,7 @@ def _rebuild_checkout(p: Project, log: Log) -> None:
         return
     if not built.ok:
         log.notes.append(f"building tonight's checkout again after confirm/bisect failed: "
-                       f"{built.unfinished_reason('build', '[tool.perfci] build_timeout')}")
+                       f"{built.failure_reason('build', '[tool.perfci] build_timeout')}")
 
 
 # --------------------------------------------------------------------------- 5. bisect

@@ -127,7 +127,7 @@ def _build(p: Project, where: Path, log: Log) -> None:
         return
     built = run_command(p.build, where, timeout=p.build_timeout)
     if built.cut_off:
-        raise PerfciError(built.unfinished_reason(f"the build {p.build!r} in {where} at {p.head[:12] or 'HEAD'}",
+        raise PerfciError(built.failure_reason(f"the build {p.build!r} in {where} at {p.head[:12] or 'HEAD'}",
                                                   "[tool.perfci] build_timeout"))
     if not built.ok:
         raise PerfciError(f"the build {p.build!r} failed in {where} at {p.head[:12] or 'HEAD'}: "
