@@ -20,6 +20,14 @@ def percentage(text: str) -> float:
     return value
 
 
+def seconds(text: str) -> float:
+    """A finite number of seconds > 0 (``--build-timeout 600``)."""
+    value = _number(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
 def probability(text: str) -> float:
     """Strictly between 0 and 1 (``--alpha 0.05``)."""
     value = _number(text)

@@ -8,13 +8,12 @@ so ``perfci --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from perfci.args import percentage
+from perfci.args import percentage, seconds
 from perfci.console import Console
 from perfci.errors import EXIT_OK, EXIT_USAGE, PerfciError
 from perfci.gitsession import Pause, no_pause
@@ -135,7 +134,7 @@ def add_parser(subparsers) -> None:
 
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that rebuilds each commit before benching")
-    r.add_argument("--build-timeout", type=float, metavar="S",
+    r.add_argument("--build-timeout", type=seconds, metavar="S",
                    help="stop a build, with its whole process group, after S seconds: the commit is skipped as "
                         "one whose build failed (default: [tool.perfci] build_timeout, else 1800; a build still "
                         "going when --total-budget ends is stopped too)")
@@ -230,8 +229,6 @@ def _build_timeout(args) -> float:
     from perfci.config import BUILD_TIMEOUT_S, load_config
 
     if args.build_timeout is not None:
-        if not 0 < args.build_timeout < math.inf:
-            raise PerfciError("--build-timeout must be a positive number of seconds")
         return args.build_timeout
     return load_config(Path(args.repo)).build_timeout if args.build else BUILD_TIMEOUT_S
 

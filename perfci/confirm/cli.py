@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from perfci.args import percentage, probability
+from perfci.args import percentage, probability, seconds
 from perfci.confirm import DEFAULT_BUDGET_S
 from perfci.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, PerfciError
 
@@ -97,7 +96,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("running")
     r.add_argument("--build", metavar="CMD", help="shell command that builds each revision first (default: "
                    "[tool.perfci] build; '' for none)")
-    r.add_argument("--build-timeout", type=float, metavar="S",
+    r.add_argument("--build-timeout", type=seconds, metavar="S",
                    help="stop a build, with its whole process group, after S seconds: confirm ends with an error "
                         "(default: [tool.perfci] build_timeout, else 1800; --budget is the rounds' and does not "
                         "bound the builds)")
@@ -179,8 +178,6 @@ def _check_rounds(args: argparse.Namespace) -> None:
         reference_filter(args.reference)  # a malformed expression fails before any worktree is made
     if args.timeout is not None and not args.timeout > 0:
         raise PerfciError("--timeout must be positive")
-    if args.build_timeout is not None and not 0 < args.build_timeout < math.inf:
-        raise PerfciError("--build-timeout must be a positive number of seconds")
 
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):
@@ -249,9 +246,7 @@ def _build(args: argparse.Namespace) -> str | None:
 def _build_timeout(args: argparse.Namespace) -> float:
     from perfci.config import load_config
 
-    if args.build_timeout is not None:
-        return args.build_timeout
-    return load_config(Path(args.repo)).build_timeout
+    return args.build_timeout if args.build_timeout is not None else load_config(Path(args.repo)).build_timeout
 
 
 def main(args: argparse.Namespace) -> int:

@@ -187,7 +187,7 @@ def _bad_input_cases(h):
         "a gone option": (["--repeats", "5", h.good, h.bad, "--", "./bench.py"], "are gone"),
         "no budget": (["--budget", "0", h.good, h.bad, "--", "./bench.py"], "--budget must be positive"),
         "no build time": (["--build", "true", "--build-timeout", "0", h.good, h.bad, "--", "./bench.py"],
-                          "--build-timeout must be a positive number of seconds"),
+                          "--build-timeout: 0 must be a positive number of seconds"),
         "too few rounds": (["--min-rounds", "1", h.good, h.bad, "--", "./bench.py"], "at least 2"),
         "csv without case": (["--csv-column", "median_us", h.good, h.bad, "--", "./bench.py"], "go together"),
         "bad regex": (["--metric", "(", h.good, h.bad, "--", "./bench.py"], "not a valid regex"),
