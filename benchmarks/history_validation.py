@@ -48,7 +48,7 @@
    runs the rule before alone; `--team-families 2` draws suites of exactly two families (a team's GEMM
    and torch's, say); `--team-shift fit` judges with tonight's shift as before 2026-12-02's change (a
    family with 3-5 other cases took the suite's fit over every case, its own change in it; today's
-   `others`: their level alone, perfci/compare/shift.py `MIN_OTHERS_LEVEL`).
+   `others`: their level alone, `PooledOptions.min_others_level`).
 
 Time: about 9 minutes on a 2-core CPU machine for parts 1-2 (--quick: one history subset per K),
 7 for part 3 (--subsets 3), part 4 about 2 minutes per rule (500 draws per suite, 0.14 s a draw and rule).
@@ -78,7 +78,6 @@ from perfci.compare.noise import profile_for_arch  # noqa: E402
 from perfci.history.changepoints import ChangeOptions, detect, levels, split_scores  # noqa: E402
 from perfci.compare.pooled import PooledOptions, build_baseline, judge  # noqa: E402
 from perfci.compare.prior import PriorOptions  # noqa: E402
-from perfci.compare import shift as shift_module  # noqa: E402
 from perfci.files import atomic_write_text  # noqa: E402
 from perfci.model import ResultTable  # noqa: E402
 from perfci.results import read_results  # noqa: E402
@@ -440,7 +439,7 @@ class TeamTally:
 
 
 def team_suite_runs(suite: str, draws: int, rules, tally: TeamTally, seed: int = 11,
-                    n_families: int | None = None) -> list[TeamDraw]:
+                    n_families: int | None = None, shift: str = "others") -> list[TeamDraw]:
     """Judge each drawn small suite's tonight against its store at every K, under each rule: A/A, then each of its
     families in turn +3% (the drawn cases only: the others are not in the tables)."""
     nights = stored_nights(suite)
@@ -452,6 +451,8 @@ def team_suite_runs(suite: str, draws: int, rules, tally: TeamTally, seed: int =
             history = [(suite, only_cases(nights[i][1], d.keys)) for i in d.store[:k]]
             for rule, suite_floor in rules:
                 popts = replace(team_options(suite_floor), nights=k)
+                if shift == "fit":  # the rule before: no count of other cases stands for the level alone
+                    popts = replace(popts, min_others_level=sys.maxsize)
                 baseline = build_baseline(history, PROFILE, popts, "sm_90")
                 aa = judge(baseline, tonight, suite, "sm_90", PROFILE, CompareOptions(), popts).cases
                 tally.add_aa(suite, rule, k, aa)
@@ -524,7 +525,7 @@ def team_suite_report(draws: int, rules, n_families: int | None = None, shift: s
             " epilogue variants have one case each), so its draws have 3.", ""]
     tally = TeamTally()
     for suite in ("decode", "prefill"):
-        team_suite_runs(suite, draws, rules, tally, n_families=n_families)
+        team_suite_runs(suite, draws, rules, tally, n_families=n_families, shift=shift)
     for k in TEAM_KS:
         text += [f"### K = {k} stored nights", "", *team_k_table(tally, k, rules), ""]
     for rule, _ in rules:
@@ -715,8 +716,6 @@ def main() -> int:
     if do_stored:
         text += stored_night_report(args.subsets)
     if do_team:
-        if args.team_shift == "fit":  # the rule before: no case count is enough for the others' level alone
-            shift_module.MIN_OTHERS_LEVEL = sys.maxsize
         text += team_suite_report(args.team_draws, rules, args.team_families, args.team_shift)
     text += [f"Run time: {time.time() - started:.0f} s.", ""]
     if args.out:

@@ -109,6 +109,7 @@ class PooledOptions:
     mode: str = "affine"  # a run's suite-wide shift: affine (a + c*exponent + b/us, Huber) | median
     within_floor: bool = True  # between-night variance >= the nights' own (bootstrap) level variance
     exclude_own_kernel: bool = True  # tonight's suite shift at a case is fitted on the other kernels' cases
+    min_others_level: int = 3  # too few other cases for that fit, but this many: their level alone (compare.shift)
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,8 @@ def judge(baseline: Baseline, cur: ResultTable, cur_suite: str, arch: str, profi
     if opts.common_mode and raw:
         offsets = tonight_offsets(raw, exps, [p.center for _, p in candidates], [r.kernel for r, _ in candidates],
                                   [math.sqrt(s2 * (1.0 + 1.0 / p.k)) for (s2, _), (_, p) in zip(spreads, candidates)],
-                                  popts.mode, opts.min_common_mode_cases, popts.exclude_own_kernel)
+                                  popts.mode, opts.min_common_mode_cases, popts.exclude_own_kernel,
+                                  popts.min_others_level)
     else:
         offsets = np.zeros(len(raw))
     tested = []

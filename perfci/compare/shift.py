@@ -16,12 +16,13 @@ intercept of ``a + b/us``. So for each kernel's cases (variants included):
 * then each kernel's shift is refitted from there on the **other** kernels'
   cases only, so its own change stays in its residuals whatever its size or
   its durations (the biweight alone lets the longest cases set the intercept);
-* a kernel with fewer than ``min_cases`` others, but at least
-  ``MIN_OTHERS_LEVEL``, takes the others' level alone (a biweight location):
-  too few cases for the whole design, yet the suite's fit over every case would
+* a kernel with fewer than ``min_cases`` others, but at least ``min_others``
+  (``PooledOptions.min_others_level``, 3), takes the others' level alone (a
+  biweight location): too few cases for the whole design, yet the suite's fit over every case would
   carry its own change (a team's suite of 3-4 kernels of 2-3 cases, drawn from
   the H200's stored nights: +3% on split-K seen as +1.4% and flagged in 47-57%
-  of its cases at K = 3-4 with the suite's fit, 65-70% with the others' level; ``benchmarks/history_validation.py --only team-suites``);
+  of its cases at K = 3-4 with the suite's fit, 65-70% with the others' level;
+  ``benchmarks/history_validation.py --only team-suites``);
 * a kernel with fewer others than that keeps the suite's fit.
 """
 from __future__ import annotations
@@ -34,19 +35,17 @@ from perfci import stats
 from perfci.compare.prior import kernel_of
 from perfci.history.nights import SHORT_US, mode_offsets
 
-MIN_OTHERS_LEVEL = 3  # other kernels' cases that can stand for tonight's level on their own
-
-
 def tonight_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequence[float],
                     kernels: Sequence[str], scales: Sequence[float], how: str, min_cases: int,
-                    exclude_own_kernel: bool = True) -> np.ndarray:
+                    exclude_own_kernel: bool = True, min_others: int = 3) -> np.ndarray:
     """Tonight's suite-wide shift at each case (log).
 
     DEVS, EXPS, LOG_US as :func:`perfci.history.nights.mode_offsets` takes
     them; KERNELS the cases' kernel labels; SCALES each case's spread of a night
     (log), what a residual is measured in. ``how`` ``median``: compare's common
     mode, over every case. ``exclude_own_kernel`` False: the Huber fit over every
-    case, as the history nights' shifts are fitted.
+    case, as the history nights' shifts are fitted. ``min_others``: the fewest other kernels' cases
+    whose level alone stands for a kernel's shift when they are too few for the fit.
     """
     d, e, u = (np.asarray(x, dtype=float) for x in (devs, exps, log_us))
     if how == "median" or not exclude_own_kernel:
@@ -63,7 +62,7 @@ def tonight_offsets(devs: Sequence[float], exps: Sequence[float], log_us: Sequen
         mine, rest = groups == g, groups != g
         if np.sum(rest) >= min_cases:
             out[mine] = x[mine] @ stats.biweight_coefficients(x[rest], d[rest], s[rest], suite)
-        elif np.sum(rest) >= MIN_OTHERS_LEVEL:
+        elif np.sum(rest) >= min_others:
             level = np.ones((int(np.sum(rest)), 1))
             start = np.array([float(np.mean(x[rest] @ suite))])  # from the suite's mode, as the full refit
             out[mine] = stats.biweight_coefficients(level, d[rest], s[rest], start)[0]
