@@ -94,4 +94,4 @@ def test_a_pull_request_installs_only_what_pyproject_pins():
     assert unpinned and all(s.get("if") == "github.event_name != 'pull_request'" for s in unpinned)
     install = next(s["run"] for s in steps if s.get("name") == "install perfci and the pinned triton")
     installs = [line for line in install.splitlines() if "pip install" in line]
-    assert installs and all("torch==2.13.0" in line or line.endswith("-e '.[cpu]'") for line in installs)
+    assert installs and all("torch==2.13.0" in line or line.endswith("-c .ci/constraints.txt -e '.[cpu]'") for line in installs)
