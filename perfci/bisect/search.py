@@ -29,16 +29,8 @@ from perfci import gitsession
 from perfci.benchcmd import BenchSpec, RunOutcome, kill_running, ran_out
 from perfci.bisect import probes, rules
 from perfci.bisect.cache import Cache
-from perfci.bisect.core import (
-    CommitVerdict,
-    PairCheck,
-    Samples,
-    SearchState,
-    StepRecord,
-    choose_next,
-    raw_interval,
-    steps_left,
-)
+from perfci.bisect.core import (CommitVerdict, PairCheck, Samples, SearchState, StepRecord, choose_next,
+                                raw_interval, steps_left)
 from perfci.bisect.probes import ProbeStatus
 from perfci.bisect.rules import StepStatus
 from perfci.errors import PerfciError
@@ -88,6 +80,8 @@ class Slot(Protocol):
     def prepare(self, shas: Sequence[str]) -> dict[str, str]: ...  # {sha: why it cannot run}
 
     def run(self, sha: str) -> RunOutcome: ...
+
+    def new_round(self) -> None: ...  # the round's runs must not share a process with the last round's
 
 
 class Progress(Protocol):
@@ -161,7 +155,8 @@ class Measurer:
                 self._samples[sha] = self._samples.get(sha, Samples()).plus(add)
 
     def run_round(self, slot: Slot, roles: Mapping[str, str], order: Sequence[str]) -> rules.Round:
-        """One round: the bench once per role, in ``order``, back to back."""
+        """One round: the bench once per role, in ``order``, back to back, from new processes."""
+        slot.new_round()
         out = []
         for role in order:
             sha = roles[role]

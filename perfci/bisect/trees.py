@@ -147,6 +147,9 @@ class GitSlot:
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         return self.trees.prepare(shas)
 
+    def new_round(self) -> None:
+        """Nothing to do: every run of a bench command is a process of its own."""
+
     def run(self, sha: str) -> RunOutcome:
         return bench_once(self.trees.bench, self.trees.path(sha), dict(self.env, PERFCI_BISECT_COMMIT=sha),
                           self.trees.deadline)
@@ -166,6 +169,11 @@ class WarmSlot:
 
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         return self.trees.prepare(shas)
+
+    def new_round(self) -> None:
+        """Each commit's runs in the coming round from a new worker (``WarmSides.renew``): rounds, the
+        unit of every decision, are then independent processes."""
+        self.sides.renew()
 
     def run(self, sha: str) -> RunOutcome:
         deadline = self.trees.deadline

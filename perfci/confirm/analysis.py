@@ -131,6 +131,11 @@ class Confirmation:
         return self.counts.get(Verdict.REGRESSED, 0) > 0 or self.suite.verdict == Verdict.REGRESSED
 
     @property
+    def broken(self) -> bool:
+        """A case was measured on one side and never on the other (it crashed, failed its check or hung)."""
+        return self.counts.get(Verdict.BROKEN, 0) > 0
+
+    @property
     def inconclusive(self) -> bool:
         """A judged case is undecided (the reference's shift does not count)."""
         return self.counts.get(Verdict.INCONCLUSIVE, 0) > 0
@@ -394,9 +399,27 @@ def analyze(cases: Mapping[Iterable[str], RoundSeq], min_effect_pct: float = 1.0
 
 
 def verdict_counts(cases: Iterable[CaseConfirmation]) -> dict:
-    """verdict -> how many of ``cases`` have it, for each verdict a tested case can have."""
+    """verdict -> how many of ``cases`` have it, for each verdict a tested case can have (and ``broken``
+    and ``config-flip`` when a case has it)."""
     verdicts = [c.verdict for c in cases]
-    return {v: verdicts.count(v) for v in TESTED}
+    extra = {v: verdicts.count(v) for v in (Verdict.BROKEN, Verdict.CONFIG_FLIP) if v in verdicts}
+    return {**{v: verdicts.count(v) for v in TESTED}, **extra}
+
+
+def with_broken(judgement: Confirmation, broken: Mapping[CaseKey, str]) -> Confirmation:
+    """``judgement`` with each case of ``broken`` (measured on one side, never on the other: key -> why)
+    made ``broken``. Its rounds say nothing about a change, and "too few rounds" would hide that the
+    kernel crashed, failed its check or hung on one side; so it is decided, and fails the gate."""
+    if not broken:
+        return judgement
+    known = {c.key for c in judgement.cases}
+    cases = [replace(c, verdict=Verdict.BROKEN, reason=broken[c.key], ratio=None, ci_low=None, ci_high=None,
+                     p_value=None, q_value=None) if c.key in broken else c for c in judgement.cases]
+    cases += [CaseConfirmation(key=k, verdict=Verdict.BROKEN, reason=why, min_effect_pct=judgement.min_effect_pct,
+                               confidence=judgement.confidence, method=judgement.method,
+                               higher_is_better=judgement.higher_is_better)
+              for k, why in broken.items() if k not in known]
+    return replace(judgement, cases=tuple(cases), counts=verdict_counts(cases))
 
 
 def decided(case: CaseConfirmation | SuiteShift) -> bool:

@@ -40,10 +40,11 @@ examples:
   perfci confirm --abort        # after a kill -9: remove the worktrees
 
 exit codes:
-  0  no case confirmed slower
-  1  a confirmed regression
-  2  bad input: unknown or identical refs, a bench that fails on one side (which one is said), a build
-     that failed or timed out, --budget over before either side was measured
+  0  no case confirmed slower, none broken
+  1  a confirmed regression, or a broken case: measured on one side and never on the other (it crashed,
+     failed its check, exited or hung there; the side and the reason are in every output format)
+  2  bad input: unknown or identical refs, a bench that fails on both sides, a build that failed or
+     timed out, --budget over before either side was measured
   3  --strict: something stayed inconclusive
   130 interrupted (worktrees removed)
 """
@@ -103,7 +104,8 @@ def _options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
                         "1800; a run still going when --budget ends is stopped too). With --suite: each case's "
-                        "limit (default 600)")
+                        "limit before any side has measured it (default: a quarter of --budget, at most 600), "
+                        "then 10 times its longest run on either side, at least 60 s")
     r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
     r.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
     r.add_argument("--abort", action="store_true", help="remove the worktrees of a confirm that was killed")
@@ -221,8 +223,10 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
     from perfci.benchcmd import BenchSpec
     from perfci.benchmetric import MetricSpec
 
-    spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, args.timeout,
-                      args.isolation)
+    # A case that hangs at one side must be that side's timeout, not the budget's end (which reads as
+    # undecided): before its time is known, a case gets a quarter of the budget.
+    timeout = args.timeout if args.timeout is not None else min(600.0, args.budget / 4) if args.budget else None
+    spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, timeout, args.isolation)
     if args.reference is not None:
         from perfci.confirm.reference import reference_keys
 
@@ -262,7 +266,7 @@ def main(args: argparse.Namespace) -> int:
     cfg = _config(args, refs, command)
     judgement, rounds, sides = session.run(cfg, console, session.decider(cfg))
     sys.stdout.write(render.RENDERERS[args.format](judgement, rounds, sides, cfg))
-    if judgement.regressed:
+    if judgement.regressed or judgement.broken:
         return EXIT_REGRESSION
     if args.strict and judgement.inconclusive:
         return EXIT_INCONCLUSIVE

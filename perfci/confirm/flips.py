@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Mapping
 
 from perfci.compare.flips import find_flip, flip_reason
-from perfci.confirm.analysis import Confirmation
+from perfci.confirm.analysis import Confirmation, verdict_counts
 from perfci.model import ResultRow
 from perfci.verdict import TESTED, Verdict
 
@@ -35,5 +35,4 @@ def with_config_flips(judgement: Confirmation, rows: Mapping[str, Mapping[Key, R
         cases.append(case if flip is None else replace(case, verdict=Verdict.CONFIG_FLIP, reason=flip_reason(flip)))
     if all(a is b for a, b in zip(cases, judgement.cases)):
         return judgement
-    counts = {v: sum(1 for c in cases if c.verdict == v) for v in (*TESTED, Verdict.CONFIG_FLIP)}
-    return replace(judgement, cases=tuple(cases), counts=counts)
+    return replace(judgement, cases=tuple(cases), counts=verdict_counts(cases))

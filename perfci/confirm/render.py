@@ -12,7 +12,7 @@ from perfci.escape import csv_cell, html_text, md_code, md_text, term_text
 from perfci.verdict import Verdict, confidence_text
 
 MARK = {Verdict.REGRESSED: "!!", Verdict.IMPROVED: "++", Verdict.UNCHANGED: "~", Verdict.INCONCLUSIVE: "??",
-        Verdict.CONFIG_FLIP: "<>"}
+        Verdict.CONFIG_FLIP: "<>", Verdict.BROKEN: "XX"}
 # ratio is the estimate of ci_low .. ci_high (relative to the reference when one was used);
 # the raw paired ratio and its interval carry "raw" in their names.
 CSV_FIELDS = ("kernel", "shape", "dtype", "metric", "verdict", "ratio", "ci_low", "ci_high", "p_value",
@@ -118,6 +118,7 @@ def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
         out.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
+    out += [f"broken: {' '.join(c.key)}: {c.reason}" for c in conf.cases if c.verdict == Verdict.BROKEN]
     out.append("")
     out.extend(_summary(conf, rounds, sides, cfg))
     out.extend(_explain_text(conf, rounds))
@@ -126,19 +127,22 @@ def render_table(conf: Confirmation, rounds, sides, cfg) -> str:
 
 
 def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
-    icon = ":x:" if conf.regressed else ":warning:" if conf.inconclusive else ":white_check_mark:"
+    icon = ":x:" if conf.regressed or conf.broken else ":warning:" if conf.inconclusive else ":white_check_mark:"
     out = [f"### {icon} perfci confirm {md_text(_identity(sides, cfg))}: {_headline(conf)}", ""]
     out += [f"- {md_text(line)}" for line in _summary(conf, rounds, sides, cfg)[1:]]
     raw = conf.reference_used
     out += ["", f"| verdict | case | cur/base | {_level(conf)} |{' raw cur/base |' if raw else ''} rounds | q |",
             f"|---|---|---:|---|{'---:|' if raw else ''}---:|---:|"]
+    broken = [c for c in conf.cases if c.verdict == Verdict.BROKEN]
     for case in conf.cases:
-        verdict = f"**{case.verdict}**" if case.verdict == Verdict.REGRESSED else case.verdict
+        verdict = f"**{case.verdict}**" if case.verdict in (Verdict.REGRESSED, Verdict.BROKEN) else case.verdict
         ci = f"{_pct(case.ci_low)} .. {_pct(case.ci_high)}" if case.ci_low is not None else ""
         q = "" if case.q_value is None else f"{case.q_value:.2g}"
         name = md_code(" ".join(case.key), table=True)
         out.append(f"| {verdict} | {name} | {_pct(case.ratio)} | {ci} |{f' {_raw(case)} |' if raw else ''} "
                    f"{case.rounds} | {q} |")
+    if broken:
+        out += [""] + [f"- **broken** {md_code(' '.join(c.key))}: {md_text(c.reason)}" for c in broken]
     for key, ex in _explanations(conf, rounds).items():
         # Raw HTML, where markdown is not read: the name and the reading are HTML-escaped.
         out += ["", f"<details><summary><code>{html_text(' '.join(key))}</code>: {html_text(ex.reading)}</summary>",
@@ -151,7 +155,7 @@ def render_markdown(conf: Confirmation, rounds, sides, cfg) -> str:
 
 def render_json(conf: Confirmation, rounds, sides, cfg) -> str:
     base, cur = sides
-    summary = {**{v: n for v, n in conf.counts.items()}, "regressed_any": conf.regressed,
+    summary = {**{v: n for v, n in conf.counts.items()}, "regressed_any": conf.regressed, "broken_any": conf.broken,
                "inconclusive_any": conf.inconclusive, "rounds": conf.rounds, "bench_runs": rounds.bench_runs,
                "seconds": round(rounds.seconds, 1), "min_effect_pct": conf.min_effect_pct,
                "alpha": conf.alpha, "confidence": conf.confidence, "method": conf.method,

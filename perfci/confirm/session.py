@@ -29,8 +29,9 @@ from perfci.confirm.flips import with_config_flips
 from perfci.confirm.reference import reference_keys
 from perfci.confirm.stopping import StoppingRule, look, pending
 from perfci.errors import PerfciError
-from perfci.measure.sides import SuiteSpec, WarmSides, below_top, first_rows
+from perfci.measure.sides import SideRun, SuiteSpec, WarmSides, below_top, first_rows
 from perfci.results import read_results
+from perfci.verdict import FAILED_STATUSES
 
 
 ABBA = ("base", "cur", "cur", "base")
@@ -95,6 +96,22 @@ class Rounds:
     bench_runs: int = 0
     seconds: float = 0.0
     rows: dict = field(default_factory=dict)  # --suite: side -> {case: ResultRow} of its first ok run
+    # The bench's own failures (never the budget's end): side -> case -> the last one's reason, and
+    # side -> the last run that measured no case at all.
+    failed: dict = field(default_factory=lambda: {"base": {}, "cur": {}})
+    run_failed: dict = field(default_factory=dict)
+
+    def broken(self) -> dict[Key, str]:
+        """case -> why, for each case measured on one side and never on the other, where that other side's
+        runs failed on their own (a crash, the correctness check, a hang past the case's limit)."""
+        ok = {side: {k for r in self.runs for s, v in r if s == side and v for k in v} for side in ("base", "cur")}
+        out: dict[Key, str] = {}
+        for key in sorted(ok["base"] ^ ok["cur"]):
+            side, other = ("cur", "base") if key in ok["base"] else ("base", "cur")
+            why = self.failed[side].get(key) or self.run_failed.get(side)
+            if why:
+                out[key] = f"fails at {side.upper()}, measured at {other.upper()}: {why}"
+        return out
 
     @property
     def completed(self) -> int:
@@ -161,7 +178,7 @@ def run(cfg: ConfirmConfig, progress: Progress,
                 deadline = _budget_deadline(cfg)  # from here: a wait for the GPU's lock is not the rounds' time
                 judgement, rounds = _rounds(cfg, sides, progress, decide,
                                             lambda side, keys: _measure_warm(warm, side, keys, deadline),
-                                            lambda: first_rows(warm.first, cfg.suite.suite))
+                                            lambda: first_rows(warm.first, cfg.suite.suite), warm.renew)
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
             judgement = with_config_flips(judgement, rounds.rows)
         return judgement, rounds, sides
@@ -182,12 +199,13 @@ def decider(cfg: ConfirmConfig) -> Callable[[Rounds, bool, int | None], tuple[ob
 
     def decide(rounds: Rounds, force: bool, rounds_left: int | None) -> tuple[object | None, bool, str]:
         cases = rounds.cases()
+        broken = rounds.broken()
         if not plan and (force or rounds.completed >= rule.min_rounds):
             plan.append(rule if rounds_left is None else rule.planned(rounds.completed, rounds_left))
         reference = reference_keys(cfg.reference, cases, specs) if cfg.reference else None
         seen = look(cases, plan[0] if plan else rule, higher_is_better=cfg.higher_is_better, force=force,
                     rounds_left=rounds_left, reference=reference, earlier=latest[-1] if latest else None,
-                    first_rows=rounds.rows)
+                    first_rows=rounds.rows, broken=broken)
         if seen.confirmation is not None:
             latest[:] = [seen.confirmation]
         return seen.confirmation, seen.stop, seen.reason
@@ -237,13 +255,17 @@ def _env(side: Side) -> dict[str, str]:
 
 def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             decide: Callable[[Rounds, bool, int | None], tuple[object, bool, str]],
-            measure: Callable[[Side, frozenset | None], tuple[dict[Key, float], str]],
-            rows: Callable[[], dict] | None = None) -> tuple[object, Rounds]:
+            measure: Callable[[Side, frozenset | None], SideRun],
+            rows: Callable[[], dict] | None = None,
+            renew: Callable[[], None] = lambda: None) -> tuple[object, Rounds]:
     """Rounds until ``decide`` stops them. With ``--suite`` and no ``--reference``, the rounds after a
     look measure only the cases it left undecided: a decided case keeps its decision (``earlier`` in
     :func:`decider`), and a run of two cases costs the warm worker less than one of seven. ``rows``:
     each side's first runs as rows (``--suite``), read into ``rounds.rows`` after the first round and
-    again until every case has a row on both sides, so each look can tell a config flip."""
+    again until every case has a row on both sides, so each look can tell a config flip. ``renew``
+    is called before every round after the first: with ``--suite``, each round's runs then come from
+    new workers (:meth:`perfci.measure.sides.WarmSides.renew`), so the rounds, the unit of every
+    interval, are independent processes, not children of one parent per side."""
     by_name = {side.name: side for side in sides}
     rounds = Rounds()
     started = time.monotonic()
@@ -253,28 +275,38 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
     orders = round_orders(f"{by_name['base'].sha} {by_name['cur'].sha}")
     wanted: frozenset | None = None  # None: every case
     while True:
+        if rounds.runs:
+            renew()
         this_round: list[tuple[str, dict[Key, float] | None]] = []
         rounds.runs.append(this_round)
         for name in next(orders):
-            values, why = measure(by_name[name], wanted)
+            run = measure(by_name[name], wanted)
             rounds.bench_runs += 1
+            rounds.failed[name].update({k: why for k, why in run.failed.items() if not _stopped_by_budget(cfg, why)})
+            why = run.why_not
             if why:
                 (stopped if _stopped_by_budget(cfg, why) else last_failure)[name] = why
+                if not _stopped_by_budget(cfg, why):
+                    rounds.run_failed[name] = why
                 progress.note(f"bench failed at {name.upper()}: {why}")
                 this_round.append((name, None))
             else:
                 worked[name] += 1
-                this_round.append((name, values))
+                this_round.append((name, dict(run.values)))
         rounds.seconds = time.monotonic() - started
         if rounds.completed == 1:
-            _refuse_a_side_that_never_ran(worked, last_failure, stopped, sides)
+            _refuse_when_neither_side_ran(worked, last_failure, stopped)
         if rows is not None and not _every_case_rowed(rounds):
             rounds.rows = rows()
         per_round = rounds.seconds / rounds.completed
         left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
-        judgement, stop, why = decide(rounds, left == 0, left)
+        broken = rounds.broken()
+        # Every case broken: nothing left to measure, the answer is now (a forced look).
+        judgement, stop, why = decide(rounds, left == 0 or set(rounds.cases()) <= set(broken), left)
         if judgement is not None and cfg.suite is not None and not cfg.reference:
             wanted = pending(judgement) or wanted
+        if broken and cfg.suite is not None and not cfg.reference:  # a broken case is not measured again
+            wanted = (wanted if wanted is not None else frozenset(c.key for c in cfg.suite.cases)) - set(broken)
         budget = "" if left is None else f", ~{left} more in the {cfg.budget_s:g} s budget"
         progress.note(f"round {rounds.completed}: {rounds.bench_runs} bench runs, {rounds.seconds:.0f} s "
                       f"({per_round:.1f} s a round{budget}); {why}")
@@ -303,39 +335,37 @@ def _every_case_rowed(rounds: Rounds) -> bool:
     return bool(rounds.rows) and all(keys <= set(rounds.rows.get(side, {})) for side in ("base", "cur"))
 
 
-def _refuse_a_side_that_never_ran(worked: dict[str, int], why: dict[str, str], stopped: dict[str, str],
-                                  sides: tuple[Side, Side]) -> None:
-    """A bench that fails on one side is a broken comparison, not a measurement: say which side.
+def _refuse_when_neither_side_ran(worked: dict[str, int], why: dict[str, str], stopped: dict[str, str]) -> None:
+    """A bench that fails on both sides measured nothing: there is no comparison to judge.
 
-    Judged after the first round (two runs a side): a side whose every run failed
-    (a command or a results file that revision lacks) ends the session. Later
-    single failures are left out of the data and said on the progress line. A
-    side that failed only once the budget had run out (``stopped``) is not known to
-    be broken: with the other side measured its cases are inconclusive (the forced
+    Judged after the first round (two runs a side). A side whose every run failed
+    while the other measured is not refused here: its cases are ``broken``
+    (:meth:`Rounds.broken`), a verdict with its reason that fails the gate. A side
+    that failed only once the budget had run out (``stopped``) is not known to be
+    broken: with the other side measured its cases are inconclusive (the forced
     look); with neither, there is nothing to judge, and that is said.
     """
-    never = [s for s in sides if not worked[s.name]]
-    if len(never) == 2 and not any(why.values()):
+    if worked["base"] or worked["cur"]:
+        return
+    if not any(why.values()):
         raise PerfciError(f"the budget ran out before either side was measured ({stopped['cur'] or stopped['base']}): "
                           f"nothing to judge; give confirm a longer --budget")
-    failed = [s for s in never if why[s.name]]
-    if len(failed) == 2:
+    if why["base"] and why["cur"]:
         raise PerfciError(f"the bench failed at both BASE and CUR: {why['cur']}")
-    if failed:
-        side = failed[0]
-        raise PerfciError(f"the bench failed at {side.name.upper()} {side.ref} ({side.sha[:12]}) only: "
-                          f"{why[side.name]}")
+    failed = "cur" if why["cur"] else "base"
+    raise PerfciError(f"the bench failed at {failed.upper()}, and the budget ran out at the other side before it "
+                      f"measured anything: {why[failed]}")
 
 
 def _measure_warm(warm: WarmSides, side: Side, keys: frozenset | None,
-                  deadline: Deadline | None = None) -> tuple[dict[Key, float], str]:
+                  deadline: Deadline | None = None) -> SideRun:
     cases = None if keys is None else [c for c in warm.spec.cases if c.key in keys]
-    run = warm.measure(side.name, cases, deadline)
-    return dict(run.values), run.why_not
+    return warm.measure(side.name, cases, deadline)
 
 
-def _measure(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -> tuple[dict[Key, float], str]:
-    """One bench run on one side: {case: value}, or why there is none.
+def _measure(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -> SideRun:
+    """One bench run on one side: {case: value}, or why there is none; with ``--results``, each case
+    the results file has with a failed status, and why (its status and message).
 
     A run still going at its timeout, or at ``deadline`` (the budget's end), is
     stopped with its whole process group: a failed run, whatever it wrote.
@@ -344,29 +374,30 @@ def _measure(cfg: ConfirmConfig, side: Side, deadline: Deadline | None = None) -
     if cfg.results_path is None:
         outcome = bench_once(cfg.bench, side.path, env, deadline)
         if outcome.value is None:
-            return {}, outcome.reason
+            return SideRun({}, outcome.reason)
         if not (outcome.value > 0 and outcome.value < float("inf")):
-            return {}, f"the metric must be a positive number, got {outcome.value:g}"
-        return {METRIC_KEY: outcome.value}, ""
+            return SideRun({}, f"the metric must be a positive number, got {outcome.value:g}")
+        return SideRun({METRIC_KEY: outcome.value})
     results = side.path / cfg.results_path
     results.unlink(missing_ok=True)  # ours (a worktree): a stale file must not stand in for this run
     if deadline is not None and deadline.left() <= 0:
-        return {}, f"not run: {deadline.ran_out}"
+        return SideRun({}, f"not run: {deadline.ran_out}")
     try:
         done = run_command(cfg.bench.argv, side.path, env, cfg.bench.timeout, deadline)
     except OSError as err:
-        return {}, f"bench could not start: {err.strerror or err}"
+        return SideRun({}, f"bench could not start: {err.strerror or err}")
     if done.returncode is None:  # what a killed run wrote is not a measurement
-        return {}, done.failure_reason("bench")
+        return SideRun({}, done.failure_reason("bench"))
     if not done.ok and not results.exists():
-        return {}, done.failure_reason("bench")
+        return SideRun({}, done.failure_reason("bench"))
     if not results.exists():
-        return {}, f"the bench wrote no results file {cfg.results_path}"
+        return SideRun({}, f"the bench wrote no results file {cfg.results_path}")
     try:
         table = read_results(results)
     except PerfciError as err:
-        return {}, str(err)
+        return SideRun({}, str(err))
     values = {row.key: float(row.median_us) for row in table.rows if row.status == "ok" and row.median_us}
+    failed = {row.key: f"{row.status} {row.message}".strip() for row in table.rows if row.status in FAILED_STATUSES}
     if not values:
-        return {}, f"{cfg.results_path} has no case with a time"
-    return values, ""
+        return SideRun({}, f"{cfg.results_path} has no case with a time", failed)
+    return SideRun(values, "", failed)

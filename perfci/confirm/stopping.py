@@ -35,7 +35,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from perfci.confirm.analysis import (MIN_ROUNDS, CaseConfirmation, Confirmation, RoundSeq, analyze, decided,
-                                     verdict_counts)
+                                     verdict_counts, with_broken)
 from perfci.confirm.flips import with_config_flips
 from perfci.stats import geometric_looks, open_share, planned_share
 from perfci.verdict import Verdict
@@ -153,12 +153,13 @@ class Look:
 def settled(case: CaseConfirmation) -> bool:
     """A case needs no more rounds: decided, or a config flip (its sides launched different configs of one
     source; each side keeps its choice for the session, so more rounds would only measure the two choices)."""
-    return decided(case) or case.verdict == Verdict.CONFIG_FLIP
+    return decided(case) or case.verdict in (Verdict.CONFIG_FLIP, Verdict.BROKEN)
 
 
 def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_is_better: bool = False,
          focus: Iterable[Iterable[str]] | None = None, force: bool = False, rounds_left: int | None = None,
-         earlier: Confirmation | None = None, first_rows: Mapping | None = None, **analyze_kw) -> Look:
+         earlier: Confirmation | None = None, first_rows: Mapping | None = None,
+         broken: Mapping[tuple, str] | None = None, **analyze_kw) -> Look:
     """After a round: stop or go on, and at a look the analysis to report.
 
     ``force``: analyse and stop now (the budget ran out). ``rounds_left``: how
@@ -169,7 +170,9 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
     (:func:`pending`). ``first_rows``: side -> {case: ResultRow} of each side's first
     run (``--suite``); a case whose sides launched different configs of one source
     is ``config-flip`` at the look (:func:`perfci.confirm.flips.with_config_flips`)
-    and settled: confirm's budget is not spent on an autotuner's race. Each look's interval has its own share of alpha whichever
+    and settled: confirm's budget is not spent on an autotuner's race. ``broken``: case -> why, the
+    cases measured on one side and never on the other (:func:`perfci.confirm.analysis.with_broken`),
+    settled as ``broken``. Each look's interval has its own share of alpha whichever
     cases are still open, so the chance that any decision was taken on an
     interval that missed stays within alpha: the same bound as the session's.
     ``analyze_kw`` go to :func:`perfci.confirm.analysis.analyze` (``reference``, ``min_cases``)."""
@@ -182,10 +185,11 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
                    higher_is_better=higher_is_better, method=rule.method, focus=focus, **analyze_kw)
     if first_rows:
         conf = with_config_flips(conf, first_rows)
-    conf = keep_decided(conf, earlier)
+    conf = keep_decided(with_broken(conf, broken or {}), earlier)
     undecided = [c for c in conf.cases if not settled(c)]
-    if force:
-        return Look(n, True, True, f"budget spent; {len(undecided)} undecided", conf)
+    if force:  # the budget's end, or nothing left to measure (every case broken)
+        return Look(n, True, True, f"budget spent; {len(undecided)} undecided" if undecided else
+                    "every case decided", conf)
     if capped:
         return Look(n, True, True, f"last look, at {rule.max_rounds} rounds; {len(undecided)} undecided", conf)
     if not undecided:
@@ -204,9 +208,7 @@ def keep_decided(conf: Confirmation, earlier: Confirmation | None) -> Confirmati
         return conf
     kept = {tuple(c.key): c for c in earlier.cases if settled(c)}
     cases = tuple(kept.get(tuple(c.key), c) for c in conf.cases)
-    counts = verdict_counts(cases)
-    flips = sum(1 for c in cases if c.verdict == Verdict.CONFIG_FLIP)
-    return replace(conf, cases=cases, counts={**counts, Verdict.CONFIG_FLIP: flips} if flips else counts)
+    return replace(conf, cases=cases, counts=verdict_counts(cases))
 
 
 def pending(conf: Confirmation | None) -> frozenset[tuple] | None:

@@ -321,12 +321,13 @@ class CaseRunner:
 
     def run(self, cases: Sequence[CaseSpec], on_done: Callable[[int, CaseResult, dict], None],
             on_start: Callable[[int, CaseSpec], None] = lambda i, s: None,
-            deadline: Deadline | None = None) -> None:
+            deadline: Deadline | None = None, limits: Mapping[tuple, float] | None = None) -> None:
         """Measure cases one after another; ``on_done`` sees each result as it lands.
 
         With ``deadline`` (a session's budget), a case is given at most what is left of it, not
         the whole ``timeout_s``, and a case left when it has run out is not started: a hung
-        kernel cannot hold a night past its budget."""
+        kernel cannot hold a night past its budget. ``limits``: case key -> its own timeout, where
+        shorter than ``timeout_s`` (a session that knows the case's time from its other side)."""
         if self._device is None:
             raise RuntimeError("resolve_device() first")
         try:
@@ -337,7 +338,7 @@ class CaseRunner:
                     continue
                 on_start(index, spec)
                 started = time.perf_counter()
-                result, raw = self._measure(spec, index, deadline)
+                result, raw = self._measure(spec, index, deadline, (limits or {}).get(spec.key))
                 self._env = self._env or raw.get("env")
                 raw["wall_s"] = time.perf_counter() - started
                 on_done(index, result, raw)
@@ -345,8 +346,11 @@ class CaseRunner:
             if self._server is not None and self._server.alive and self._server.in_run:
                 self._server.close_run()
 
-    def _measure(self, spec: CaseSpec, index: int, deadline: Deadline | None = None) -> tuple[CaseResult, dict]:
+    def _measure(self, spec: CaseSpec, index: int, deadline: Deadline | None = None,
+                 limit_s: float | None = None) -> tuple[CaseResult, dict]:
         options, workdir = self.options, self.workdir
+        if limit_s is not None and limit_s < options.timeout_s:
+            options = replace(options, timeout_s=limit_s)
         cut = deadline is not None and deadline.left() < options.timeout_s
         if cut:
             options = replace(options, timeout_s=max(0.0, deadline.left()))

@@ -22,10 +22,20 @@ session and different for the next process (large GEMMs: within +-0.2%); one
 side's worker against the other's reads as a regression that no number of
 rounds removes (benchmarks/results/h200-2026-11-30c). The default is ``run``:
 the worker imports torch once and forks a fresh process, with its own device
-context, for every run of a side, so the offset becomes run-to-run noise that the
-rounds average, as with a fresh ``perfci run`` per run, at a fraction of its
-cost. ``fork`` forks per case and run (11 s per run of eight cases on the H200,
-against 2.6 s shared).
+context, for every run of a side. ``fork`` forks per case and run (11 s per run
+of eight cases on the H200, against 2.6 s shared).
+
+Forked children are not independent of their parent: they inherit its address
+layout, allocator and thread-pool state and environment, so a worker that serves
+a side for the whole session still gives every run of that side one offset (a
+plain PyTorch GEMM on the CPU: identical code called changed by 2-4% in 6 of 8
+confirm sessions). Hence :meth:`WarmSides.renew`: the session's round loop calls
+it before every round, and each side's runs in that round come from a new worker
+(a new interpreter, a new random environment size, so a new layout). The round is
+the unit every interval is built from, so the process's own variance is inside
+the interval instead of becoming a verdict. The cost is one worker start a side a
+round (importing torch and the kernel modules; the compiled kernels and the
+autotune choice come from the side's cache folder, below).
 
 Autotuning. Triton's ``@triton.autotune`` benchmarks its configs again in every
 new process, and a close race can go either way: each run of a side would then
@@ -39,10 +49,11 @@ with the session.
 from __future__ import annotations
 
 import hashlib
+import random
 import tempfile
 from collections import OrderedDict
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -55,6 +66,8 @@ from perfci.results import read_results, render_rows_csv, result_to_row
 from perfci.suites import load_case_keys, load_suite, project_root, select_cases
 
 CaseKey = tuple[str, ...]
+LIMIT_FACTOR = 10.0  # a case's own timeout: this many times its longest ok run on either side ...
+LIMIT_FLOOR_S = 60.0  # ... and never less
 
 
 @dataclass(frozen=True)
@@ -74,10 +87,12 @@ class SuiteSpec:
 
 @dataclass(frozen=True)
 class SideRun:
-    """One run of a side: each case's median (ok cases only), and why there is none when none was ok."""
+    """One run of a side: each case's median (ok cases only), why there is none when none was ok, and
+    each case that did not end ``ok`` with why (its status and message)."""
 
     values: Mapping[CaseKey, float]
     why_not: str = ""
+    failed: Mapping[CaseKey, str] = field(default_factory=dict)
 
 
 def autotune_env(cache_dir: Path) -> dict[str, str]:
@@ -103,11 +118,25 @@ class WarmSides:
         self._capacity = capacity
         self._env = dict(env or {})
         self._runners: OrderedDict[str, CaseRunner] = OrderedDict()
+        self._paths: dict[str, Path] = {}  # side -> its checkout: a renewed side's worker restarts there
+        self._wall_s: dict[CaseKey, float] = {}  # case -> its longest ok run on any side, in seconds
         self._stack = ExitStack()
         self._tmp: Path | None = None
         self._locked = False
         self.device = ""
         self.first: dict[str, dict[CaseKey, tuple]] = {}  # side -> case -> (CaseResult, env) of its first ok run
+
+    def limits(self) -> dict[CaseKey, float]:
+        """Each case's own timeout once a side has measured it: :data:`LIMIT_FACTOR` times its longest ok
+        run (its first one, compile and autotune included), at least :data:`LIMIT_FLOOR_S`. A case that
+        hangs on one side is then that side's timeout, well inside the session's budget, instead of
+        the spec's ``timeout_s`` (600 s by default, as long as a whole confirm budget)."""
+        return {key: max(LIMIT_FLOOR_S, LIMIT_FACTOR * wall) for key, wall in self._wall_s.items()}
+
+    def renew(self) -> None:
+        """Close every worker; each side's next :meth:`measure` starts a new one (module docstring)."""
+        for name in list(self._runners):
+            self.close(name)
 
     def __enter__(self) -> "WarmSides":
         self._tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="perfci-sides-")))
@@ -131,10 +160,15 @@ class WarmSides:
         spec = self.spec
         cache = self._tmp / hashlib.sha256(name.encode()).hexdigest()[:16]
         cache.mkdir(exist_ok=True)  # kept when the worker closes: a reopened side keeps its choice
+        self._paths[name] = Path(path)
         options = RunOptions(iters=spec.iters, repeats=spec.repeats, timeout_s=spec.timeout_s,
                              isolation=spec.isolation)
         # The revision's project root: its [tool.perfci] names the kernel modules, imported from there.
-        runner = CaseRunner(options, Path(path) / spec.project_subdir, env={**self._env, **autotune_env(cache)})
+        # A random environment size per worker: what the environment's size does to the stack's
+        # and the heap's alignment becomes noise across workers, not a side's constant.
+        pad = {"PERFCI_LAYOUT_PAD": "x" * random.randrange(4096)}
+        runner = CaseRunner(options, Path(path) / spec.project_subdir,
+                            env={**self._env, **autotune_env(cache), **pad})
         runner.__enter__()
         try:
             device = runner.resolve_device(spec.device)
@@ -174,22 +208,28 @@ class WarmSides:
         def done(i, result, raw):
             results.append(result)
             envs.append(raw.get("env"))
+            if result.status == "ok" and raw.get("wall_s"):
+                key = result.spec.key
+                self._wall_s[key] = max(self._wall_s.get(key, 0.0), raw["wall_s"])
 
+        if name not in self._runners:  # renewed (or closed by capacity): a new worker at its checkout
+            self.open(name, self._paths[name])
         runner = self._runners[name]
         self._runners.move_to_end(name)
-        runner.run(tuple(cases) if cases is not None else self.spec.cases, done, deadline=deadline)
+        runner.run(tuple(cases) if cases is not None else self.spec.cases, done, deadline=deadline,
+                   limits=self.limits())
         values = {r.spec.key: float(r.median_us) for r in results if r.status == "ok" and r.median_us}
         first = self.first.setdefault(name, {})
         for r, env in zip(results, envs):  # each case's first ok run per side: what --explain reads
             if r.status == "ok" and env and r.spec.key not in first:
                 first[r.spec.key] = (r, env)
-        for r in results:
-            if r.status != "ok":
-                self._note(f"{' '.join(r.spec.key)} at {name}: {r.status} {r.message}".strip())
+        failed = {r.spec.key: f"{r.status} {r.message}".strip() for r in results if r.status != "ok"}
+        for key, why in failed.items():
+            self._note(f"{' '.join(key)} at {name}: {why}")
         if values:
-            return SideRun(values)
-        failed = next((r for r in results if r.status != "ok"), None)
-        return SideRun({}, f"no case measured: {failed.status} {failed.message}" if failed else "no case measured")
+            return SideRun(values, "", failed)
+        first = next(iter(failed.values()), "")
+        return SideRun({}, f"no case measured: {first}" if first else "no case measured", failed)
 
 
 def first_rows(first: dict[str, dict[CaseKey, tuple]], suite: str) -> dict[str, dict]:

@@ -314,6 +314,10 @@ def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
     if o.confirmed is not None:
         slow = [c for c in o.confirmed if c.verdict == Verdict.REGRESSED]
         undecided = [c.key for c in o.confirmed if c.verdict == Verdict.INCONCLUSIVE]
+        # Measured on one side and never on the other: a crash, a failed check or a hang is red with
+        # its reason, never "too few rounds".
+        red.extend(f"broken in confirm: {' '.join(c.key)}: {c.reason}"
+                   for c in o.confirmed if c.verdict == Verdict.BROKEN)
         confirmed_regression = bool(slow) or o.confirm_suite == Verdict.REGRESSED
         if confirmed_regression:
             top = worst(o.confirmed)

@@ -15,6 +15,7 @@ Used by ``tests/bisect/test_drift.py``, ``test_outliers.py`` and
 """
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -76,6 +77,17 @@ class SimSlot:
     planted: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # sha -> {run index: factor}
     broken: frozenset = frozenset()
     runs: Counter = field(default_factory=Counter)  # shared by a bisect's slots: run indices per commit
+    # Each worker process's own offset (a log sd), drawn per commit and process: what a process's
+    # layout and state give every run it serves. ``renew``: ``new_round`` starts new processes, as
+    # perfci's slots do; False keeps one process per commit for the session (the old warm workers).
+    process_sd: float = 0.0
+    renew: bool = True
+    _offsets: dict = field(default_factory=dict)
+    _generation: int = 0
+
+    def new_round(self) -> None:
+        if self.renew:
+            self._generation += 1
 
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         return {sha: "build exited 1: broken" for sha in shas if sha in self.broken}
@@ -84,6 +96,11 @@ class SimSlot:
         index = self.runs[sha]
         self.runs[sha] += 1
         value = self.machine.value(self.levels[sha])
+        if self.process_sd:
+            key = (sha, self._generation)
+            if key not in self._offsets:
+                self._offsets[key] = math.exp(self.machine.rng.gauss(0.0, self.process_sd))
+            value *= self._offsets[key]
         factor = self.planted.get(sha, {}).get(index)
         return RunOutcome(value * factor if factor is not None else value)
 
@@ -134,12 +151,14 @@ def history(n_commits: int, culprit: int, step: float, base: float = 30.0,
 
 
 def run_search(commits: Sequence[str], levels: Mapping[str, float], machines: Sequence[Machine], *,
-               planted=None, broken: Sequence[str] = (), **config) -> tuple[Outcome, Measurer, Counter]:
+               planted=None, broken: Sequence[str] = (), process_sd: float = 0.0, renew: bool = True,
+               **config) -> tuple[Outcome, Measurer, Counter]:
     """:func:`search` over simulated slots, one per machine; ``config`` goes to :class:`BisectConfig`."""
     cfg = BisectConfig(Path("."), GOOD, commits[-1], bench=None, jobs=len(machines), **config)
     order = {GOOD: 0, **{sha: i for i, sha in enumerate(commits, start=1)}}
     runs: Counter = Counter()
-    slots = [SimSlot(f"slot{i}", m, levels, planted or {}, frozenset(broken), runs) for i, m in enumerate(machines)]
+    slots = [SimSlot(f"slot{i}", m, levels, planted or {}, frozenset(broken), runs, process_sd, renew)
+             for i, m in enumerate(machines)]
     # The slots run one after another here; their clocks stand for parallel time.
     measurer = Measurer(cfg, Cache(None), order, {}, clock=lambda: max(m.clock for m in machines))
     out = search(cfg, slots, GOOD, commits[-1], commits, measurer, _Quiet())

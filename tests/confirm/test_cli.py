@@ -89,11 +89,12 @@ def test_bad_input_is_one_line_and_exit_2(history, args, message):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_a_bench_that_fails_on_one_side_says_which(tmp_path):
+def test_a_bench_that_fails_on_one_side_is_broken_there_exit_1_with_its_reason(tmp_path):
     history = make_history(tmp_path / "repo", 3, culprit_index=2, step=0.03, broken=(3,))
     proc = confirm(history.path, history.good, "HEAD", "--", "./bench.py", env=noise(tmp_path))
-    assert proc.returncode == 2
-    assert "failed at CUR HEAD" in proc.stderr and "broken" in proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert "broken: metric: fails at CUR, measured at BASE: bench exited" in proc.stdout
+    assert "every case decided" in proc.stderr
     assert git(history.path, "worktree", "list").count("\n") == 0  # only the main tree is left
 
 

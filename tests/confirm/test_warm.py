@@ -90,9 +90,12 @@ def test_each_revision_is_measured_with_its_own_kernels(repo):
     git(repo, "commit", "-qam", "break the gemv")
     proc = confirm(repo, "HEAD~1", "--suite", "suites/tiny.toml", "--device", "cpu", "--min-rounds", "3",
                    "--max-rounds", "3", "--filter", "kernel=gemv")
-    assert proc.returncode == 2, proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
-    assert "failed at CUR HEAD" in last and "fail" in last and "Traceback" not in proc.stderr
+    # broken at CUR (exit 1) with the check's own words, after one round: never "too few rounds"
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    broken = [line for line in proc.stdout.splitlines() if line.startswith("broken: gemv")]
+    assert len(broken) == 1 and "fails at CUR, measured at BASE: fail" in broken[0], proc.stdout
+    assert "round 1:" in proc.stderr and "round 2:" not in proc.stderr
     assert git(repo, "worktree", "list").count("\n") == 0
 
 

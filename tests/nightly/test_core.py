@@ -190,3 +190,13 @@ def test_bisect_takes_the_rest_and_a_late_stage_still_gets_its_minimum():
     # past the budget already: each stage still gets enough to reach a verdict (undecided if need be)
     assert core.stage_budget("bisect", 900.0, 2000.0, True, 0.0) == core.MIN_STAGE_S
     assert core.stage_budget("confirm", 900.0, 2000.0, True, 600.0) == core.MIN_STAGE_S
+
+
+def test_a_case_confirm_found_broken_at_one_side_is_red_with_its_reason_never_undecided():
+    why = "fails at CUR, measured at BASE: error Segmentation fault (signal 11)"
+    o = night(cases=(("inconclusive", A), ("unchanged", B)), flagged=(A,),
+              confirmed=(Confirmed(*A, "broken", reason=why),))
+    d = core.judge_night(o)
+    assert (d.exit_code, d.confirmed_regression) == (1, False)
+    assert f"broken in confirm: gemv 1x8x16 fp32: {why}" in d.headline
+    assert not any("inconclusive" in w for w in d.warnings)
