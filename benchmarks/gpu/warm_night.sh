@@ -19,6 +19,9 @@
 #                   64x4096x4096 (7 more of its 256 K-steps, +2.7% work; nothing where K < 4096)
 #   MODE=flip       as MODE=nights with FLIP=1: nights of docs-only commits, no change to any kernel;
 #                   each night says what compare and confirm called the autotuned cases (config-flip?)
+#   MODE=aa         AA_SESSIONS (default 4) docs-only commits, each followed by `perfci confirm HEAD~1 HEAD
+#                   --suite gemm --device cuda --budget AA_BUDGET` (default 100): identical code, a new
+#                   pair of worktrees and workers each session; every case regressed or improved is false
 #   MODE=build      the team's repository only (committed), its suite listed by `perfci run
 #                   --list`: no GPU needed, no night
 #   LIB            flaggems (default): FlagGems' mm (flag_gems.ops.mm.mm, autotuned by its libtuner at
@@ -44,7 +47,7 @@
 source benchmarks/gpu/setup.sh
 MODE=${MODE:-bisect}; NIGHT_ARGS=${NIGHT_ARGS:-}; LIB=${LIB:-flaggems}
 FLIP=${FLIP:-0}; [[ $MODE == flip ]] && FLIP=1
-case $MODE in bisect | nights | red | flip | build) ;; *) echo "warm_night: MODE=$MODE is not one of bisect nights red flip build" >&2; exit 2 ;; esac
+case $MODE in bisect | nights | red | flip | build | aa) ;; *) echo "warm_night: MODE=$MODE is not one of bisect nights red flip build aa" >&2; exit 2 ;; esac
 case $LIB in flaggems | none) ;; *) echo "warm_night: LIB=$LIB is not one of flaggems none" >&2; exit 2 ;; esac
 TEAM=/tmp/gemmlab
 rm -rf "$TEAM" /tmp/gemmlab-perf-history "$R"/n[0-9]*
@@ -276,6 +279,27 @@ team_repo "$TEAM" || exit 2
       tail -n 25 "$R/bisect.err"
       python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['status'], (r.get('culprit') or {}).get('sha','')[:12], (r.get('culprit') or {}).get('subject',''))" "$R/bisect.json"
       state > "$R/state-after.txt"; diff "$R/state-before.txt" "$R/state-after.txt" && echo "repository as before"
+      ;;
+    aa)
+      for ((i = 1; i <= ${AA_SESSIONS:-4}; i++)); do
+        printf 'note %s\n' "$i" >> USAGE.md; git add -A; git commit -qm "docs: note $i"
+        s=$SECONDS; rc=0
+        timeout "$(left)" python3 -m perfci confirm HEAD~1 HEAD --suite gemm --device cuda --budget "${AA_BUDGET:-100}" \
+          --format json > "$R/aa$i.json" 2> "$R/aa$i.err" || rc=$?
+        echo "A/A session $i: exit $rc [$((SECONDS - s)) s]"
+        python3 - "$R/aa$i.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as err:
+    sys.exit(f"  no report: {err}")
+print(f"  {r['summary']['rounds']} rounds, {r['summary']['seconds']} s")
+for c in r["cases"]:
+    ratio = f"{c['ratio']:.4f} [{c['ci_low']:.4f}, {c['ci_high']:.4f}]" if c["ratio"] is not None else "-"
+    false = "  FALSE CALL" if c["verdict"] in ("regressed", "improved") else ""
+    print(f"  {c['kernel']} {c['shape']} {c['verdict']} {ratio} ({c['rounds']} rounds){false}")
+PY
+      done
       ;;
     nights | flip)
       night 1

@@ -81,7 +81,7 @@ class Slot(Protocol):
 
     def run(self, sha: str) -> RunOutcome: ...
 
-    def new_round(self) -> None: ...  # the round's runs must not share a process with the last round's
+    def new_round(self, shas: Sequence[str]) -> None: ...  # the round's runs share no process with the last's
 
 
 class Progress(Protocol):
@@ -156,7 +156,7 @@ class Measurer:
 
     def run_round(self, slot: Slot, roles: Mapping[str, str], order: Sequence[str]) -> rules.Round:
         """One round: the bench once per role, in ``order``, back to back, from new processes."""
-        slot.new_round()
+        slot.new_round([roles[role] for role in dict.fromkeys(order)])
         out = []
         for role in order:
             sha = roles[role]

@@ -147,7 +147,7 @@ class GitSlot:
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         return self.trees.prepare(shas)
 
-    def new_round(self) -> None:
+    def new_round(self, shas: Sequence[str]) -> None:
         """Nothing to do: every run of a bench command is a process of its own."""
 
     def run(self, sha: str) -> RunOutcome:
@@ -170,10 +170,13 @@ class WarmSlot:
     def prepare(self, shas: Sequence[str]) -> dict[str, str]:
         return self.trees.prepare(shas)
 
-    def new_round(self) -> None:
-        """Each commit's runs in the coming round from a new worker (``WarmSides.renew``): rounds, the
-        unit of every decision, are then independent processes."""
-        self.sides.renew()
+    def new_round(self, shas: Sequence[str]) -> None:
+        """Each commit's runs in the coming round from a new worker, started together (``WarmSides.renew``):
+        rounds, the unit of every decision, are then independent processes."""
+        if self.trees.deadline is not None and self.trees.deadline.left() <= 0:
+            self.sides.renew()  # no worker started for a round the total budget will not run
+            return
+        self.sides.renew([(sha, self.trees.path(sha)) for sha in shas])
 
     def run(self, sha: str) -> RunOutcome:
         deadline = self.trees.deadline

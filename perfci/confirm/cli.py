@@ -104,7 +104,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     r.add_argument("--timeout", type=float, metavar="S",
                    help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
                         "1800; a run still going when --budget ends is stopped too). With --suite: each case's "
-                        "limit before any side has measured it (default: a quarter of --budget, at most 600), "
+                        "limit before any side has measured it (default: a quarter of --budget, 60 to 600), "
                         "then 10 times its longest run on either side, at least 60 s")
     r.add_argument("-C", "--repo", default=".", metavar="PATH", help="the repository (default: the current one)")
     r.add_argument("--format", choices=("table", "markdown", "json", "csv"), default="table")
@@ -225,7 +225,8 @@ def _suite_config(args: argparse.Namespace, refs: list[str], command: list[str])
 
     # A case that hangs at one side must be that side's timeout, not the budget's end (which reads as
     # undecided): before its time is known, a case gets a quarter of the budget.
-    timeout = args.timeout if args.timeout is not None else min(600.0, args.budget / 4) if args.budget else None
+    timeout = args.timeout if args.timeout is not None else min(600.0, max(60.0, args.budget / 4)) if args.budget \
+        else None
     spec = suite_spec(args.suite, args.filter, args.cases, args.device, args.repeats, timeout, args.isolation)
     if args.reference is not None:
         from perfci.confirm.reference import reference_keys

@@ -173,12 +173,12 @@ def run(cfg: ConfirmConfig, progress: Progress,
                                         lambda side, _keys: _measure(cfg, side, deadline))
         else:
             with WarmSides(cfg.suite, progress.note) as warm:
-                for side in sides:
-                    warm.open(side.name, side.path)
+                warm.open_all([(side.name, side.path) for side in sides])
                 deadline = _budget_deadline(cfg)  # from here: a wait for the GPU's lock is not the rounds' time
                 judgement, rounds = _rounds(cfg, sides, progress, decide,
                                             lambda side, keys: _measure_warm(warm, side, keys, deadline),
-                                            lambda: first_rows(warm.first, cfg.suite.suite), warm.renew)
+                                            lambda: first_rows(warm.first, cfg.suite.suite),
+                                            lambda: warm.renew([(side.name, side.path) for side in sides]))
             rounds.rows = first_rows(warm.first, cfg.suite.suite)
             judgement = with_config_flips(judgement, rounds.rows)
         return judgement, rounds, sides
@@ -302,7 +302,10 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
         left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
         broken = rounds.broken()
         # Every case broken: nothing left to measure, the answer is now (a forced look).
-        judgement, stop, why = decide(rounds, left == 0 or set(rounds.cases()) <= set(broken), left)
+        all_broken = bool(broken) and set(rounds.cases()) <= set(broken)
+        judgement, stop, why = decide(rounds, left == 0 or all_broken, left)
+        if all_broken:
+            why = f"every case broken ({len(broken)}): nothing left to measure"
         if judgement is not None and cfg.suite is not None and not cfg.reference:
             wanted = pending(judgement) or wanted
         if broken and cfg.suite is not None and not cfg.reference:  # a broken case is not measured again

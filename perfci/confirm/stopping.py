@@ -187,9 +187,8 @@ def look(cases: Mapping[Iterable[str], RoundSeq], rule: StoppingRule, *, higher_
         conf = with_config_flips(conf, first_rows)
     conf = keep_decided(with_broken(conf, broken or {}), earlier)
     undecided = [c for c in conf.cases if not settled(c)]
-    if force:  # the budget's end, or nothing left to measure (every case broken)
-        return Look(n, True, True, f"budget spent; {len(undecided)} undecided" if undecided else
-                    "every case decided", conf)
+    if force:
+        return Look(n, True, True, f"budget spent; {len(undecided)} undecided", conf)
     if capped:
         return Look(n, True, True, f"last look, at {rule.max_rounds} rounds; {len(undecided)} undecided", conf)
     if not undecided:

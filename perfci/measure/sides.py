@@ -52,6 +52,7 @@ import hashlib
 import random
 import tempfile
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -133,10 +134,16 @@ class WarmSides:
         the spec's ``timeout_s`` (600 s by default, as long as a whole confirm budget)."""
         return {key: max(LIMIT_FLOOR_S, LIMIT_FACTOR * wall) for key, wall in self._wall_s.items()}
 
-    def renew(self) -> None:
-        """Close every worker; each side's next :meth:`measure` starts a new one (module docstring)."""
+    def renew(self, upcoming: Sequence[tuple[str, Path]] = ()) -> None:
+        """Close every worker (module docstring), and start the ``upcoming`` round's sides' new ones
+        together; any other side's next :meth:`measure` starts its own. A start that fails here is
+        left to that side's next measure, which says it where the side's failures are said."""
         for name in list(self._runners):
             self.close(name)
+        try:
+            self.open_all(upcoming)
+        except PerfciError:
+            pass
 
     def __enter__(self) -> "WarmSides":
         self._tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="perfci-sides-")))
@@ -150,25 +157,55 @@ class WarmSides:
             self._stack.close()
 
     def open(self, name: str, path: Path) -> None:
-        if name in self._runners:
-            self._runners.move_to_end(name)
+        self.open_all([(name, path)])
+
+    def open_all(self, sides: Sequence[tuple[str, Path]]) -> None:
+        """Start the workers of these sides that are not up, at once: each start is mostly waiting for a
+        new interpreter to import torch and the kernels, so a round's workers start in the time of one."""
+        new = [(name, Path(path)) for name, path in dict(sides).items() if name not in self._runners]
+        for name, _ in sides:
+            if name in self._runners:
+                self._runners.move_to_end(name)
+        if not new:
             return
         if self._tmp is None:
             raise RuntimeError("WarmSides is a context manager: enter it first")
-        while self._capacity and len(self._runners) >= self._capacity:
+        while self._capacity and self._runners and len(self._runners) + len(new) > self._capacity:
             self.close(next(iter(self._runners)))
+        with ThreadPoolExecutor(max_workers=len(new)) as pool:
+            started = [pool.submit(self._start, name, path) for name, path in new]
+        errors = [f.exception() for f in started if f.exception() is not None]
+        runners = [f.result() for f in started if f.exception() is None]
+        if errors:
+            for runner, _ in runners:
+                runner.__exit__(None, None, None)
+            raise errors[0]
+        for (name, path), (runner, device) in zip(new, runners):
+            if device == "cuda" and not self._locked:  # one lock for the session: no other perfci job measures
+                try:
+                    lock = gpu_lock(runner.options.lock_timeout_s, self._note, self._env or None)
+                except BaseException:
+                    for r, _ in runners:
+                        r.__exit__(None, None, None)
+                    raise
+                self._stack.callback(lock.release)
+                self._locked = True
+            self.device = device
+            self._paths[name] = path
+            self._runners[name] = runner
+
+    def _start(self, name: str, path: Path) -> tuple[CaseRunner, str]:
+        """A started worker for side ``name`` at checkout ``path``, and the device it measures on."""
         spec = self.spec
         cache = self._tmp / hashlib.sha256(name.encode()).hexdigest()[:16]
         cache.mkdir(exist_ok=True)  # kept when the worker closes: a reopened side keeps its choice
-        self._paths[name] = Path(path)
         options = RunOptions(iters=spec.iters, repeats=spec.repeats, timeout_s=spec.timeout_s,
                              isolation=spec.isolation)
         # The revision's project root: its [tool.perfci] names the kernel modules, imported from there.
         # A random environment size per worker: what the environment's size does to the stack's
         # and the heap's alignment becomes noise across workers, not a side's constant.
         pad = {"PERFCI_LAYOUT_PAD": "x" * random.randrange(4096)}
-        runner = CaseRunner(options, Path(path) / spec.project_subdir,
-                            env={**self._env, **autotune_env(cache), **pad})
+        runner = CaseRunner(options, path / spec.project_subdir, env={**self._env, **autotune_env(cache), **pad})
         runner.__enter__()
         try:
             device = runner.resolve_device(spec.device)
@@ -178,15 +215,10 @@ class WarmSides:
             fast = device == "cuda"
             runner.options = replace(options, device=device, warmup_min_s=0.1 if fast else 0.05,
                                      warmup_max_s=1.5 if fast else 0.5)
-            if device == "cuda" and not self._locked:  # one lock for the session: no other perfci job measures
-                lock = gpu_lock(options.lock_timeout_s, self._note, self._env or None)
-                self._stack.callback(lock.release)
-                self._locked = True
         except BaseException:
             runner.__exit__(None, None, None)
             raise
-        self.device = device
-        self._runners[name] = runner
+        return runner, device
 
     def close(self, name: str) -> None:
         runner = self._runners.pop(name, None)

@@ -85,7 +85,7 @@ class SimSlot:
     _offsets: dict = field(default_factory=dict)
     _generation: int = 0
 
-    def new_round(self) -> None:
+    def new_round(self, shas: Sequence[str]) -> None:
         if self.renew:
             self._generation += 1
 

@@ -61,15 +61,23 @@ def test_new_processes_every_round_still_find_a_real_step():
 
 class _Sides:
     def __init__(self):
-        self.renewed = 0
+        self.renewed = []
 
-    def renew(self):
-        self.renewed += 1
+    def renew(self, upcoming=()):
+        self.renewed.append(list(upcoming))
 
 
-def test_a_warm_slot_renews_its_workers_at_every_round():
+class _Trees:
+    deadline = None
+
+    def path(self, sha):
+        return f"/trees/{sha}"
+
+
+def test_a_warm_slot_renews_its_workers_at_every_round_starting_the_round_s_commits():
     sides = _Sides()
-    slot = WarmSlot("slot0", trees=None, sides=sides)
-    slot.new_round()
-    slot.new_round()
-    assert sides.renewed == 2
+    slot = WarmSlot("slot0", trees=_Trees(), sides=sides)
+    slot.new_round(["a", "b"])
+    slot.new_round(["a", "m", "b"])
+    assert sides.renewed == [[("a", "/trees/a"), ("b", "/trees/b")],
+                             [("a", "/trees/a"), ("m", "/trees/m"), ("b", "/trees/b")]]

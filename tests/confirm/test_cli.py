@@ -94,7 +94,7 @@ def test_a_bench_that_fails_on_one_side_is_broken_there_exit_1_with_its_reason(t
     proc = confirm(history.path, history.good, "HEAD", "--", "./bench.py", env=noise(tmp_path))
     assert proc.returncode == 1, proc.stderr
     assert "broken: metric: fails at CUR, measured at BASE: bench exited" in proc.stdout
-    assert "every case decided" in proc.stderr
+    assert "every case broken (1): nothing left to measure" in proc.stderr
     assert git(history.path, "worktree", "list").count("\n") == 0  # only the main tree is left
 
 
