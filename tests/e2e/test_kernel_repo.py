@@ -101,7 +101,8 @@ def leave_work_in_progress(repo: Path) -> None:
     (repo / "scratch.txt").write_text("untracked notes\n")
 
 
-def check_red_night(repo: Path, out: Path, proc: subprocess.CompletedProcess, plant: str, tonight: str) -> dict:
+def check_red_night(repo: Path, out: Path, proc: subprocess.CompletedProcess, plant: str, tonight: str,
+                    bisected: bool = True) -> dict:
     import json
 
     assert proc.returncode == 1, proc.stderr[-4000:]
@@ -110,9 +111,12 @@ def check_red_night(repo: Path, out: Path, proc: subprocess.CompletedProcess, pl
     assert [c["kernel"] for c in v["cases"]] == ["gemmlab_matmul"]
     assert [(c["kernel"], c["verdict"]) for c in v["confirmed"]] == [("gemmlab_matmul", "regressed")]
     assert v["confirmed_regression"] is True
+    issue = (out / "issue.md").read_text()
+    if not bisected:
+        assert v["culprit"] is None
+        return v
     assert v["culprit"]["sha"] == plant and v["culprit"]["subject"] == "gemm: walk K again"
     assert "kernels/gemm.py" in v["culprit"]["diffstat"]
-    issue = (out / "issue.md").read_text()
     assert plant in issue and "gemm: walk K again" in issue
     rows = (out / "run.csv").read_text()
     assert ",ok," in rows  # the slow kernel still passed its correctness gate
@@ -138,13 +142,16 @@ def test_the_team_s_own_kernel_through_perfci_run(tmp_path):
 
 
 def test_the_team_s_pytest_bench_as_the_night_s_source(tmp_path):
+    # Confirmed with the team's pytest bench; not bisected (--no-bisect): bisect over a bench command
+    # is the warm-worker night's above and tests/nightly's, and here it cost CI 9 minutes.
     repo = team_repo(tmp_path)
     first = tool(repo, "nightly", "gemm", "--bench", PYTEST_BENCH, "--out", str(tmp_path / "n1"), *NIGHT)
     assert first.returncode == 0, first.stderr[-4000:]
     plant, tonight = five_commits(repo)
     leave_work_in_progress(repo)
     before = team_state(repo)
-    proc = tool(repo, "nightly", "gemm", "--bench", PYTEST_BENCH, "--out", str(tmp_path / "n2"), *NIGHT)
-    v = check_red_night(repo, tmp_path / "n2", proc, plant, tonight)
+    proc = tool(repo, "nightly", "gemm", "--bench", PYTEST_BENCH, "--out", str(tmp_path / "n2"), *NIGHT,
+                "--no-bisect")
+    v = check_red_night(repo, tmp_path / "n2", proc, plant, tonight, bisected=False)
     assert v["stages"][0]["detail"].startswith("--bench ")
     assert team_state(repo) == before

@@ -105,9 +105,11 @@ def test_a_planted_regression_is_confirmed_bisected_and_filed(tmp_path, bisect_w
     assert git(repo, "worktree", "list").count("\n") == 0
 
 
-def test_two_nights_in_one_checkout_both_confirm_and_bisect(tmp_path):
+def test_two_nights_in_one_checkout_both_confirm(tmp_path):
     # Two suites of one checkout judged side by side (on a 2-GPU H200 the second one's confirm
     # was refused as bad input: the first one's journal was in the repository). They take turns.
+    # --no-bisect: the checkout's lock is taken by confirm as by bisect, and a whole night's bisect
+    # is test_a_planted_regression_is_confirmed_bisected_and_filed's (this one cost CI 400 s with it).
     import os
     import subprocess
     import sys
@@ -129,14 +131,14 @@ def test_two_nights_in_one_checkout_both_confirm_and_bisect(tmp_path):
     env.pop("PERFCI_DEBUG", None)
     procs = {suite: subprocess.Popen([sys.executable, "-m", "perfci", "nightly", f"suites/{suite}.toml", "--out",
                                       str(tmp_path / f"n2-{suite}"), "--history", str(tmp_path / f"h-{suite}"),
-                                      *FAST, *CONFIRM, *BISECT],
+                                      *FAST, *CONFIRM, *BISECT, "--no-bisect"],
                                      cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for suite in ("tiny", "other")}
     done = {suite: p.communicate(timeout=900) for suite, p in procs.items()}
     for suite, p in procs.items():
         assert p.returncode == 1, done[suite][1]
         v = verdict(tmp_path / f"n2-{suite}")
-        assert v["confirmed_regression"] is True and v["culprit"]["sha"] == plant
+        assert v["confirmed_regression"] is True and v["culprit"] is None
     # Here the two confirm/bisect stages overlapped and one night waited ("waiting for another perfci
     # nightly's confirm or bisect"); not asserted, since a slow start of one night could avoid the overlap
     # (test_lock.py holds the lock itself to test the wait).

@@ -1,7 +1,9 @@
 """Hypothesis strategies shared by the property tests: tricky cells, files on disk, settings."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,6 +15,7 @@ FAST = settings(max_examples=200, deadline=None, database=None, suppress_health_
 FEW = settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 _DIR = Path(tempfile.mkdtemp(prefix="perfci-properties-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)  # nothing left in the temporary directory
 
 
 def on_disk(data: bytes | str, name: str = "input.csv") -> str:

@@ -1,6 +1,8 @@
 """perfci merge over any split of a real run: the whole run back, or one PerfciError."""
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +17,9 @@ from perfci.results import read_results_cells
 from tests.merge.shards import CUR, cut
 from tests.properties.strategies import FAST
 
-UNSHARDED = cut(CUR, 2, Path(tempfile.mkdtemp(prefix="perfci-merge-")))[0]
+_SHARDS = Path(tempfile.mkdtemp(prefix="perfci-merge-"))
+atexit.register(shutil.rmtree, _SHARDS, ignore_errors=True)  # nothing left in the temporary directory
+UNSHARDED = cut(CUR, 2, _SHARDS)[0]
 TABLE, CELLS = read_results_cells(UNSHARDED)
 HEADER = tuple(CELLS[0])
 SPECS = {c.key: c for c in load_suite("decode").cases}
