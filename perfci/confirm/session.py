@@ -274,6 +274,7 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
     stopped = {"base": "", "cur": ""}  # a run the budget's end stopped, or left unstarted
     orders = round_orders(f"{by_name['base'].sha} {by_name['cur'].sha}")
     wanted: frozenset | None = None  # None: every case
+    first_s = 0.0  # the first round's seconds: its one-time costs (compile, autotune) are not every round's
     while True:
         if rounds.runs:
             renew()
@@ -298,8 +299,8 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
             _refuse_when_neither_side_ran(worked, last_failure, stopped)
         if rows is not None and not _every_case_rowed(rounds):
             rounds.rows = rows()
-        per_round = rounds.seconds / rounds.completed
-        left = None if cfg.budget_s is None else max(0, int((cfg.budget_s - rounds.seconds) // per_round))
+        first_s = first_s or rounds.seconds
+        per_round, left = rounds_left(cfg.budget_s, rounds.seconds, rounds.completed, first_s)
         broken = rounds.broken()
         # Every case broken: nothing left to measure, the answer is now (a forced look).
         all_broken = bool(broken) and set(rounds.cases()) <= set(broken)
@@ -315,6 +316,23 @@ def _rounds(cfg: ConfirmConfig, sides: tuple[Side, Side], progress: Progress,
                       f"({per_round:.1f} s a round{budget}); {why}")
         if stop or left == 0:
             return judgement, rounds
+
+
+def rounds_left(budget_s: float | None, seconds: float, completed: int, first_s: float) -> tuple[float, int | None]:
+    """(seconds a round, rounds the budget still allows; None: no budget) after ``completed`` rounds.
+
+    The first round pays what later ones do not (each side's first compile and autotune: 84 s of
+    a 100 s budget on the H200, where later rounds took 10-15 s), so a round's price is that of the
+    rounds after it; after the first alone it is unknown, and a second round is started whenever
+    any budget is left to learn it."""
+    per_round = (seconds - first_s) / (completed - 1) if completed > 1 else seconds
+    if budget_s is None:
+        return per_round, None
+    if budget_s - seconds <= 0:
+        return per_round, 0
+    if completed == 1:
+        return per_round, max(1, int((budget_s - seconds) // per_round))
+    return per_round, max(0, int((budget_s - seconds) // max(per_round, 1e-9)))
 
 
 def _budget_deadline(cfg: ConfirmConfig) -> Deadline | None:

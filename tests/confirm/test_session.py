@@ -244,3 +244,14 @@ def test_every_round_after_the_first_measures_from_new_workers():
     assert len(renewed) == rounds.completed - 1
     # the four runs of round r all come after r - 1 renewals: a round's runs share its workers, no more
     assert rounds_seen == [r for r in range(rounds.completed) for _ in range(4)]
+
+
+def test_the_first_round_s_one_time_costs_are_not_the_price_of_every_round():
+    from perfci.confirm.session import rounds_left
+
+    # the H200's standalone confirm: an 84 s first round (compile, autotune) of a 100 s budget
+    assert rounds_left(100.0, 84.0, 1, 84.0) == (84.0, 1)  # unknown yet: one more round to learn it
+    assert rounds_left(100.0, 96.0, 2, 84.0) == (12.0, 0)
+    assert rounds_left(300.0, 96.0, 2, 84.0) == (12.0, 17)  # later rounds' 12 s, not the mean's 48 s
+    assert rounds_left(100.0, 101.0, 1, 101.0)[1] == 0  # the budget is gone: no round
+    assert rounds_left(None, 50.0, 3, 30.0) == (10.0, None)
