@@ -169,6 +169,7 @@ class Outcome:
     confirmed: tuple[Confirmed, ...] | None = None  # None: confirm did not run
     confirm_suite: str = "n/a"
     culprit: Culprit | None = None
+    bisect_denied: str = ""  # bisect measured GOOD -> BAD and found no step past the floor, or swapped
     history_appended: bool = False
     allow_missing: bool = False
     strict: bool = False
@@ -367,6 +368,15 @@ def _judge_night(o: Outcome, failed: list[Stage]) -> NightVerdict:
     if g.incomplete and g.allow_missing:
         warnings.append(f"tonight's run is incomplete ({g.incomplete}), allowed by --allow-missing")
     later = [s for s in failed if s.name not in INPUT_STAGES]
+    if confirmed_regression and o.bisect_denied and not g.reasons() and \
+            not any(line.startswith("broken in confirm") for line in red):
+        # Two measurements of one pair disagree: not red on confirm's word alone, not green either.
+        top = worst(o.confirmed or ())
+        what = f"{' '.join(top.key)} {_pct(top.ratio)}" if top else "the suite as a whole"
+        return NightVerdict(EXIT_INCONCLUSIVE, False,
+                            f"undecided: confirm called {what} regressed, but bisect's own GOOD -> BAD rounds "
+                            f"{o.bisect_denied}: measure again (tomorrow's night, or a larger --budget)",
+                            tuple(warnings), g)
     if red:
         warnings.extend(f"stage {s.name} failed: {s.detail}" for s in later)
         return NightVerdict(EXIT_REGRESSION, confirmed_regression, "; ".join(red), tuple(warnings), g)

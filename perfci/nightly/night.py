@@ -78,8 +78,11 @@ def _bisect(n: Night) -> StageOutcome:
     return stages.bisect(n.cfg, n.project, _results(n), n.judged, n.confirmation, n.started, n.log)
 
 
-def _keep_culprit(n: Night, culprit) -> None:
-    n.culprit = culprit
+def _keep_culprit(n: Night, found) -> None:
+    if isinstance(found, str):  # bisect's GOOD -> BAD denied the step confirm called
+        n.bisect_denied = found
+    else:
+        n.culprit = found
 
 
 def _history(n: Night) -> StageOutcome:

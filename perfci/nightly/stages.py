@@ -269,7 +269,12 @@ def _confirmed(cfg: NightConfig, p: Project, t: TonightResult, j: Judgement, sta
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
     return StageOutcome(core.OK, f"{j.good_sha[:12]} -> {t.sha[:12]}: {told} "
                                  f"({report['summary'].get('rounds', '?')} rounds)",
-                        Confirmation(flagged, confirmed, suite))
+                        Confirmation(flagged, confirmed, suite, _floor(report)))
+
+
+def _floor(report: dict) -> float | None:  # the floor confirm judged with, when its summary says one
+    value = report.get("summary", {}).get("min_effect_pct")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def _budget(cfg: NightConfig, started: float, log: Log, stage: str, default_s: float) -> float:
@@ -328,8 +333,9 @@ def _rebuild_checkout(p: Project, log: Log) -> None:
 
 
 def bisect(cfg: NightConfig, p: Project, t: TonightResult, j: Judgement | None, confirmation: Confirmation,
-           started: float, log: Log) -> StageOutcome[core.Culprit]:
-    """Stage bisect: the first bad commit of the worst confirmed case, by perfci bisect (no result: none found)."""
+           started: float, log: Log) -> StageOutcome[core.Culprit | str]:
+    """Stage bisect: the first bad commit of the worst confirmed case, by perfci bisect (no result: none found;
+    its own GOOD -> BAD rounds found no step past confirm's floor, or a faster BAD: its words)."""
     confirmed = confirmation.confirmed or ()
     regressed = any(c.verdict == Verdict.REGRESSED for c in confirmed) or confirmation.suite == Verdict.REGRESSED
     if not regressed:
@@ -349,7 +355,9 @@ def bisect(cfg: NightConfig, p: Project, t: TonightResult, j: Judgement | None, 
     common = ["bisect", good_sha, t.sha, "--jobs", str(cfg.jobs), "--format", "json", "--case", case,
               "--total-budget", f"{budget:.0f}",
               "--plot", str((cfg.out / "bisect.png").resolve()), *_build_words(p),
-              "--timeout", f"{cfg.bench_timeout_s:g}", *cfg.bisect_args]
+              "--timeout", f"{cfg.bench_timeout_s:g}",  # one floor a night: confirm's (--bisect-args may override)
+              *(["--min-effect", f"{confirmation.min_effect_pct:g}"] if confirmation.min_effect_pct else []),
+              *cfg.bisect_args]
     warm = _warm_bench_args(cfg.bench_args)
     if cfg.bench is None and warm is not None:
         # The suite's case from a warm worker per commit (perfci.measure.sides): no interpreter,
@@ -388,6 +396,9 @@ def bisect(cfg: NightConfig, p: Project, t: TonightResult, j: Judgement | None, 
     if (cfg.out / "bisect.png").is_file():
         log.files.append("bisect.png")
     label = " ".join(target.key)
+    if report.get("status") in ("no-difference", "swapped"):
+        denied = f"found {report['status']}: {report.get('message', '')}".strip()
+        return StageOutcome(core.OK, f"{label}: no culprit ({denied})", denied)
     if report.get("status") != "culprit" or not isinstance(report.get("culprit"), dict):
         return StageOutcome(core.OK, f"{label}: no culprit ({report.get('status', '?')}: "
                                      f"{report.get('message', '')})")

@@ -164,6 +164,7 @@ class Confirmation:
     flagged: tuple[core.Key, ...] = ()
     confirmed: tuple[core.Confirmed, ...] | None = None
     suite: str = "n/a"  # confirm's verdict on the shift the flagged cases share
+    min_effect_pct: float | None = None  # the floor confirm judged with: bisect uses the same one
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ class Night:
     judged: Judgement | None = None
     confirmation: Confirmation = Confirmation()
     culprit: core.Culprit | None = None
+    bisect_denied: str = ""  # bisect's own GOOD -> BAD check found no step past the floor (its words)
     history_appended: bool = False
     canary: CanaryResult | None = None
     log: Log = field(default_factory=Log)
@@ -204,7 +206,7 @@ class Night:
             baseline=j.baseline if j else "", cases=j.cases if j else None,
             compare_suite=cmp.suite.verdict if cmp is not None else "n/a",
             compare_notes=tuple(cmp.notes) if cmp is not None else (), flagged=c.flagged,
-            confirmed=c.confirmed, confirm_suite=c.suite, culprit=self.culprit,
+            confirmed=c.confirmed, confirm_suite=c.suite, culprit=self.culprit, bisect_denied=self.bisect_denied,
             history_appended=self.history_appended, allow_missing=self.cfg.allow_missing,
             strict=self.cfg.strict, notes=tuple(log.notes), files=tuple(log.files),
             canary=self.canary.night if self.canary else None,

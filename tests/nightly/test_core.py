@@ -200,3 +200,15 @@ def test_a_case_confirm_found_broken_at_one_side_is_red_with_its_reason_never_un
     assert (d.exit_code, d.confirmed_regression) == (1, False)
     assert f"broken in confirm: gemv 1x8x16 fp32: {why}" in d.headline
     assert not any("inconclusive" in w for w in d.warnings)
+
+
+def test_a_regression_bisect_s_own_rounds_deny_is_undecided_with_both_figures_not_red():
+    denied = "found no-difference: GOOD -> BAD +0.41% [-0.30%, +1.12%]: no slowdown past 1%"
+    o = night(cases=(("regressed", A), ("unchanged", B)), confirmed=conf(("regressed", A), ratio=1.019),
+              bisect_denied=denied)
+    d = core.judge_night(o)
+    assert (d.exit_code, d.confirmed_regression) == (3, False)
+    assert "confirm called gemv 1x8x16 fp32 +1.9% regressed" in d.headline and denied in d.headline
+    # with a culprit and no denial it stays red
+    red = core.judge_night(replace(o, bisect_denied="", culprit=Culprit("c" * 40, "gemv: walk K again")))
+    assert red.exit_code == 1 and red.confirmed_regression
