@@ -117,10 +117,10 @@ def add_parser(subparsers) -> None:
     m.add_argument("--higher-is-better", action="store_true", help="the metric is a throughput, not a time")
 
     s = p.add_argument_group("statistics")
-    s.add_argument("--budget", type=float, default=300.0, metavar="S",
+    s.add_argument("--budget", type=seconds, default=300.0, metavar="S",
                    help="seconds of runs a decision may take (GOOD/BAD, each probe, the culprit check) before it "
                         "ends undecided (default 300); --min-rounds rounds are always run")
-    s.add_argument("--total-budget", type=float, metavar="S",
+    s.add_argument("--total-budget", type=seconds, metavar="S",
                    help="seconds the whole bisect may measure; past it, exit 3 with the range so far "
                         "(default: no limit)")
     s.add_argument("--min-rounds", type=int, default=3, metavar="N",
@@ -138,7 +138,7 @@ def add_parser(subparsers) -> None:
                    help="stop a build, with its whole process group, after S seconds: the commit is skipped as "
                         "one whose build failed (default: [tool.perfci] build_timeout, else 1800; a build still "
                         "going when --total-budget ends is stopped too)")
-    r.add_argument("--timeout", type=float, metavar="S",
+    r.add_argument("--timeout", type=seconds, metavar="S",
                    help="kill a bench run (and its whole process group) after S seconds; counts as a failed run "
                         "(default 1800; a run still going when --total-budget ends is stopped too)")
     r.add_argument("--first-parent", action="store_true", help="follow only the first parent of merges")
@@ -253,16 +253,10 @@ def _config(args, pause: Pause):
     if not args.suite and (args.repeats is not None or args.max_repeats is not None):
         raise PerfciError("--repeats and --max-repeats are gone: each decision now runs paired rounds until it is "
                           "resolved; bound it with --budget SECONDS (and --min-rounds N)")
-    if args.budget <= 0:
-        raise PerfciError("--budget must be positive (seconds a decision)")
-    if args.total_budget is not None and args.total_budget <= 0:
-        raise PerfciError("--total-budget must be positive (seconds)")
     if args.min_rounds < 2:
         raise PerfciError("--min-rounds must be at least 2: an interval needs two rounds")
     if args.jobs < 1:
         raise PerfciError("--jobs must be at least 1")
-    if args.timeout is not None and args.timeout <= 0:
-        raise PerfciError("--timeout must be positive")
     gpus = tuple(g.strip() for g in args.gpus.split(",") if g.strip()) if args.gpus else None
     return BisectConfig(Path(args.repo), args.good, args.bad, bench, args.higher_is_better,
                         min_effect_pct=args.min_effect, budget_s=args.budget, total_budget_s=args.total_budget,

@@ -63,7 +63,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     m.add_argument("--higher-is-better", action="store_true", help="the metric is a throughput")
     s = p.add_argument_group("rounds and verdicts")
     s.add_argument("--min-rounds", type=int, default=5, metavar="N", help="rounds before any verdict (default 5)")
-    s.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+    s.add_argument("--budget", type=seconds, default=DEFAULT_BUDGET_S, metavar="S",
                    help="start no round that would end after S seconds of rounds (default %(default)g); the "
                         "session stops earlier once every case is decided")
     s.add_argument("--max-rounds", type=int, metavar="N", help="stop after N rounds at most (default: no cap)")
@@ -101,7 +101,7 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="stop a build, with its whole process group, after S seconds: confirm ends with an error "
                         "(default: [tool.perfci] build_timeout, else 1800; --budget is the rounds' and does not "
                         "bound the builds)")
-    r.add_argument("--timeout", type=float, metavar="S",
+    r.add_argument("--timeout", type=seconds, metavar="S",
                    help="kill a bench run, with its whole process group, after S seconds: a failed run (default "
                         "1800; a run still going when --budget ends is stopped too). With --suite: each case's "
                         "limit before any side has measured it (default: a quarter of --budget, 60 to 600), "
@@ -170,16 +170,12 @@ def _check_rounds(args: argparse.Namespace) -> None:
 
     if not MIN_ROUNDS <= args.min_rounds <= (args.max_rounds if args.max_rounds is not None else args.min_rounds):
         raise PerfciError(f"need {MIN_ROUNDS} <= --min-rounds <= --max-rounds (fewer rounds give no interval)")
-    if not args.budget > 0:
-        raise PerfciError("--budget must be a positive number of seconds")
     if args.reference is not None and args.no_common_mode:
         raise PerfciError("--reference and --no-common-mode contradict each other: drop one")
     if args.reference is not None:
         from perfci.confirm.reference import reference_filter
 
         reference_filter(args.reference)  # a malformed expression fails before any worktree is made
-    if args.timeout is not None and not args.timeout > 0:
-        raise PerfciError("--timeout must be positive")
 
 
 def _config(args: argparse.Namespace, refs: list[str], command: list[str]):

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from dataclasses import replace
 
+from perfci.args import seconds
 from perfci.console import Console
 from perfci.errors import EXIT_OK, EXIT_REGRESSION, PerfciError
 from perfci.files import check_writable
@@ -77,7 +77,7 @@ def add_parser(subparsers) -> None:
                         f"launch through the Triton interpreter takes 8-14 ms)")
     p.add_argument("--repeats", type=int, default=7, metavar="R",
                    help="repeats per case; the reported value is their median (default: 7)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
                    help="seconds before a case is killed and recorded as timeout (default: 600)")
     p.add_argument("--launch", choices=("eager", "graph"), default="eager",
                    help="eager: launch the kernel(s) behind the cache flush, which hides host launch "
@@ -126,8 +126,6 @@ def main(args: argparse.Namespace) -> int:
                           f"of 60-80 launches is the method perfci's numbers are validated for)")
     if not 1 <= args.repeats <= 50:
         raise PerfciError(f"--repeats {args.repeats}: use 1..50 (default 7)")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise PerfciError(f"--timeout {args.timeout}: give a positive number of seconds")
     if args.seed is not None and not 0 <= args.seed < 2**63:
         raise PerfciError(f"--seed {args.seed}: use a whole number from 0 to 2**63-1")
     if args.out is None and not args.list:

@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from perfci.args import at_least, percentage
+from perfci.args import at_least, percentage, seconds
 from perfci.benchcmd import DEFAULT_TIMEOUT_S
 from perfci.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, PerfciError
 from perfci.nightly import NIGHT_BUDGET_S
@@ -81,7 +81,7 @@ def add_parser(subparsers) -> None:
                           "results CSV, a FlyDSL CSV or pytest-benchmark JSON at {out}. confirm and bisect run "
                           "it again for the flagged cases, listed in the file {cases} and $PERFCI_CASES "
                           "(the pytest plugin honours it), e.g. 'pytest bench/ --perfci-out {out}'")
-    p.add_argument("--bench-timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+    p.add_argument("--bench-timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help="stop a bench run that takes longer than S seconds, with every process it started: "
                         "tonight's --bench, each confirm round's run of it, each bisect run; a failed run, "
                         "never a measurement (default %(default)g; recorded in verdict.json)")
@@ -131,11 +131,11 @@ def add_parser(subparsers) -> None:
                    help="plant a PCT%% slowdown in the canary (default 3 on a GPU night; a CPU night has no "
                         "canary unless given, e.g. --canary 100)")
     c.add_argument("--no-canary", action="store_true", help="measure no canary tonight")
-    p.add_argument("--budget", type=_seconds, default=NIGHT_BUDGET_S, metavar="S",
+    p.add_argument("--budget", type=seconds, default=NIGHT_BUDGET_S, metavar="S",
                    help=f"the whole night's seconds (default {NIGHT_BUDGET_S:.0f}): confirm gets half of what is "
                         f"left when it starts (at most its own 600 s), bisect the rest less 30 s for the reports; "
                         f"each at least 60 s. A --budget in --confirm-args or --total-budget in --bisect-args wins")
-    p.add_argument("--canary-budget", type=_seconds, default=60.0, metavar="S",
+    p.add_argument("--canary-budget", type=seconds, default=60.0, metavar="S",
                    help="the canary's interleaved rounds stop after S seconds at most (default 60); their "
                         "looks and minimum effect are confirm's, with --confirm-args")
     # fault: called with each stage's name as it starts (the tests' seam, no option)
@@ -146,13 +146,6 @@ def _plant(text: str) -> float:
     value = percentage(text)
     if not 0 < value <= 1000:
         raise argparse.ArgumentTypeError(f"{text}: plant a slowdown from just above 0 to 1000%")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = percentage(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: give a positive number of seconds")
     return value
 
 

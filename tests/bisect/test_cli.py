@@ -185,7 +185,7 @@ def _bad_input_cases(h):
         "not on PATH": ([h.good, h.bad, "--", "no-such-program-xyz"], "not on PATH"),
         "no metric": ([h.good, h.bad, "--", "echo", "hello"], "no number on stdout"),
         "a gone option": (["--repeats", "5", h.good, h.bad, "--", "./bench.py"], "are gone"),
-        "no budget": (["--budget", "0", h.good, h.bad, "--", "./bench.py"], "--budget must be positive"),
+        "no budget": (["--budget", "0", h.good, h.bad, "--", "./bench.py"], "--budget: 0 must be a positive number of seconds"),
         "no build time": (["--build", "true", "--build-timeout", "0", h.good, h.bad, "--", "./bench.py"],
                           "--build-timeout: 0 must be a positive number of seconds"),
         "too few rounds": (["--min-rounds", "1", h.good, h.bad, "--", "./bench.py"], "at least 2"),
