@@ -272,6 +272,38 @@ def load_canaries(store: str | os.PathLike) -> list:
     return sorted(nights, key=lambda c: (c.timestamp, c.run_id))
 
 
+# --------------------------------------------------------------------------- the nights' verdicts
+
+VERDICTS = "verdicts"  # STORE/verdicts/<run id>.json: the exit code the night of that run ended with
+
+
+def add_verdict(store: str | os.PathLike, run_id: str, exit_code: int, headline: str) -> bool:
+    """Record the exit code (and headline) of the night that added run ``run_id``; once, like a run."""
+    folder = Path(store) / VERDICTS
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as err:
+        raise PerfciError(f"{folder}: cannot create ({err.strerror})") from None
+    text = json.dumps({"run_id": run_id, "exit_code": int(exit_code), "headline": headline}, indent=2) + "\n"
+    return _create_exclusive(folder / f"{run_id}.json", text)
+
+
+def load_verdicts(store: str | os.PathLike) -> dict[str, int]:
+    """run id -> the exit code its night ended with, for every night that recorded one; a corrupt
+    record is one line."""
+    folder = Path(store) / VERDICTS
+    if not folder.is_dir():
+        return {}
+    out: dict[str, int] = {}
+    for path in sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith(".")):
+        try:
+            data = json.loads(read_input_text(str(path), "night verdict"))
+            out[str(data["run_id"])] = int(data["exit_code"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise PerfciError(f"{path}: corrupt night verdict (want run_id and exit_code)") from None
+    return out
+
+
 # --------------------------------------------------------------------------- triage records
 
 TRIAGE = "triage"  # STORE/triage/<time>_<sha>_<state>_<random>.json: one record each (perfci.history.triage)

@@ -25,7 +25,7 @@ exit  meaning
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from perfci.errors import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION,
                            EXIT_USAGE)
@@ -483,3 +483,9 @@ def stage_budget(stage: str, night_budget_s: float, elapsed_s: float, bisect_fol
         share = left * CONFIRM_SHARE if bisect_follows else left
         return max(MIN_STAGE_S, min(stage_default_s, share))
     return max(MIN_STAGE_S, left)
+
+
+def confirm_floor(report: Mapping) -> float | None:
+    """The floor confirm judged with (its JSON summary's ``min_effect_pct``), when it says one."""
+    value = (report.get("summary") or {}).get("min_effect_pct")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None

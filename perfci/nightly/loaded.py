@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfci.history.model import History, Run
-from perfci.history.store import load, load_triage
+from perfci.history.store import load, load_triage, load_verdicts
 from perfci.history.triage import TriageRecord
 
 
@@ -22,6 +22,10 @@ class Store:
         if self._history is None:
             self._history = load(self.path or "")
         return self._history
+
+    def verdicts(self) -> dict[str, int]:
+        """run id -> the exit code its night recorded (:func:`perfci.history.store.load_verdicts`)."""
+        return load_verdicts(self.path) if self.path else {}
 
     def triage(self) -> tuple[TriageRecord, ...]:
         """The store's triage records, read on first use (a corrupt one is bad input)."""

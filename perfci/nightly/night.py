@@ -24,6 +24,7 @@ from perfci.compile import ratchet
 from perfci.errors import EXIT_REGRESSION, PerfciError, internal_error_line
 from perfci.escape import md_text
 from perfci.files import atomic_write_text
+from perfci.history.store import add_verdict
 from perfci.nightly import canary, core, render, stages, tonight
 from perfci.nightly.loaded import Store
 from perfci.nightly.state import Night, NightConfig, StageOutcome, TonightResult, Unfinished
@@ -146,7 +147,20 @@ def run_night(cfg: NightConfig, fault: Fault | None = None, echo: TextIO | None 
         more["compile"] = record
         if warning:
             decision = replace(decision, warnings=decision.warnings + (warning,))
+    decision = _record_verdict(night, outcome, decision)
     return outcome, _write_reports(cfg, outcome, decision, sections, more, echo)
+
+
+def _record_verdict(night: Night, outcome: core.Outcome, decision: core.NightVerdict) -> core.NightVerdict:
+    """Tonight's exit code beside its run in the store, so a later night confirms against the last good
+    one (:func:`perfci.nightly.core.last_good`); a failure to write it is a warning, never the exit code."""
+    if not outcome.history_appended or night.store.path is None or night.tonight is None:
+        return decision
+    try:
+        add_verdict(night.store.path, night.tonight.run_id, decision.exit_code, decision.headline)
+    except PerfciError as err:
+        return replace(decision, warnings=decision.warnings + (f"tonight's verdict not recorded: {err.message}",))
+    return decision
 
 
 def _write_reports(cfg: NightConfig, outcome: core.Outcome, decision: core.NightVerdict,

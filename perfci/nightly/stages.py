@@ -42,6 +42,7 @@ from perfci.model import ResultTable, column_mode
 from perfci.nightly import acked, core, toolchain, triaged
 from perfci.nightly.bench import argv
 from perfci.nightly.children import ChildCrash, expect, parse_json, perfci_argv, run_perfci
+from perfci.nightly.lastgood import last_good
 from perfci.nightly.loaded import Store
 from perfci.nightly.state import (CanaryResult, Confirmation, Judgement, Log, NightConfig, Project, Sources,
                                   StageOutcome, TonightResult, Unfinished)
@@ -82,7 +83,10 @@ def baseline(cfg: NightConfig, p: Project, t: TonightResult, sources: Sources, s
         result = pooled_compare(history, t.table, t.cells, store.triage(), profile, CompareOptions(), cfg.nights)
         result = with_identity(result, None, t.table)
         words = f"history {store.path}: last {min(cfg.nights, len(nights))} of {len(nights)} nights"
-        good_sha = core.strip_dirty(nights[-1].info.git_sha)
+        good, note = last_good([(r.info.run_id, r.info.git_sha) for r in nights], store.verdicts(),
+                                    (r.sha for r in store.triage()))
+        log.notes += [note] if note else []
+        good_sha = core.strip_dirty(nights[good].info.git_sha)
         newest, newest_env = nights[-1].table, toolchain.of_run(nights[-1].info)
     else:
         if plan == "csv":
@@ -269,12 +273,7 @@ def _confirmed(cfg: NightConfig, p: Project, t: TonightResult, j: Judgement, sta
     told = ", ".join(f"{k} {v}" for v, k in sorted(counts.items()))
     return StageOutcome(core.OK, f"{j.good_sha[:12]} -> {t.sha[:12]}: {told} "
                                  f"({report['summary'].get('rounds', '?')} rounds)",
-                        Confirmation(flagged, confirmed, suite, _floor(report)))
-
-
-def _floor(report: dict) -> float | None:  # the floor confirm judged with, when its summary says one
-    value = report.get("summary", {}).get("min_effect_pct")
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+                        Confirmation(flagged, confirmed, suite, core.confirm_floor(report)))
 
 
 def _budget(cfg: NightConfig, started: float, log: Log, stage: str, default_s: float) -> float:

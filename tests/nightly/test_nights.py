@@ -66,6 +66,10 @@ def test_a_first_night_records_the_baseline_and_a_quiet_night_is_green(tmp_path)
     assert stage(v, "baseline")["status"] == "ok" and "history" in v["baseline"]
     assert v["history_appended"] is True and runs(history) == 2
     assert proc.stdout.startswith("perfci nightly tiny on ") and ": exit 0: " in proc.stdout
+    # each night's exit code beside its run: what a later night's last good night is chosen by
+    from perfci.history.store import load_verdicts
+
+    assert sorted(load_verdicts(history).values()) == [0, 0]
 
 
 @pytest.mark.parametrize("bisect_words", [BISECT, WARM_BISECT], ids=["a-run-per-process", "warm-workers"])
