@@ -100,13 +100,18 @@ def make_repo(kind: str, where: Path) -> tuple[Path, str]:
     return repo, suite
 
 
-def docs_commit(repo: Path, n: int) -> None:
+def docs_commit(repo: Path, n: int, plant: int = 0) -> None:
+    """A docs-only commit; with ``plant`` (torch only), HEAD~1 is left as it was and HEAD's blocked GEMM does
+    ``plant`` extra in-place adds of zero after its loop (each a few percent of its time, measured)."""
     (repo / "README.md").write_text(f"docs, edit {n}\n")
+    gemm = repo / "kernels" / "gemm.py"
+    if plant and gemm.exists():
+        gemm.write_text(GEMM.replace("    return out\n", "    out.add_(0.0)\n" * plant + "    return out\n"))
     git(repo, "-c", "user.name=aa", "-c", "user.email=aa@example.com", "commit", "-qam", f"docs {n}")
 
 
 def session(repo: Path, suite: str, budget: float | None, out: Path, n: int, extra: list[str],
-            perfci: Path | None = None) -> dict:
+            perfci: Path | None = None, plant: int = 0) -> dict:
     cmd = [sys.executable, "-m", "perfci", "confirm", "HEAD~1", "HEAD", "--suite", suite, "--device", "cpu",
            "--format", "json", *(["--budget", f"{budget:g}"] if budget else []), *extra]
     env = dict(os.environ, PYTHONPATH=str(perfci)) if perfci else None
@@ -125,7 +130,10 @@ def session(repo: Path, suite: str, budget: float | None, out: Path, n: int, ext
     row["cases"] = [{"case": " ".join(str(c.get(k)) for k in ("kernel", "shape", "dtype")),
                      "verdict": c["verdict"], "ratio": c["ratio"], "ci": [c["ci_low"], c["ci_high"]],
                      "rounds": c["rounds"]} for c in report["cases"]]
-    row["false"] = [c["case"] for c in row["cases"] if c["verdict"] in ("regressed", "improved")]
+    row["false"] = [c["case"] for c in row["cases"] if c["verdict"] in ("regressed", "improved")
+                    and not (plant and c["case"].startswith("kernels.gemm:matmul") and c["verdict"] == "regressed")]
+    row["found"] = [c["case"] for c in row["cases"] if plant and c["case"].startswith("kernels.gemm:matmul")
+                    and c["verdict"] == "regressed"]
     return row
 
 
@@ -134,8 +142,9 @@ def table(path: Path) -> str:
     verdicts = Counter(c["verdict"] for r in rows for c in r.get("cases", ()))
     false_sessions = sum(1 for r in rows if r.get("false"))
     errors = sum(1 for r in rows if "error" in r)
+    found = sum(1 for r in rows if r.get("found"))
     out = [f"{len(rows)} sessions: {false_sessions} with a false call, {errors} without a report; "
-           f"case verdicts {dict(verdicts)}"]
+           f"case verdicts {dict(verdicts)}" + (f"; the plant found in {found}" if rows and rows[0].get("plant") else "")]
     for r in rows:
         calls = ", ".join(f"{c['case']} {c['verdict']} x{c['ratio']:.3f}" if c["ratio"] else
                           f"{c['case']} {c['verdict']}" for c in r.get("cases", ()))
@@ -151,6 +160,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None, help="confirm's --budget (default: confirm's own)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--table", type=Path, help="print the table of a sessions.jsonl and exit")
+    ap.add_argument("--plant", type=int, default=0, help="torch only: HEAD's GEMM does N extra in-place adds "
+                    "of zero (a real slowdown of a few percent a add): the same sessions must find it")
     ap.add_argument("--perfci", type=Path, help="a checkout of another perfci to run (its folder goes on "
                     "PYTHONPATH): the same sessions on an earlier revision")
     ap.add_argument("extra", nargs="*", help="more confirm options, after --")
@@ -165,9 +176,13 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="perfci-aa-") as tmp:
         repo, suite = make_repo(args.kind, Path(tmp))
         for n in range(args.sessions):
-            docs_commit(repo, n)
-            row = {"kind": args.kind, "perfci": str(args.perfci or "installed"),
-                   **session(repo, suite, args.budget, args.out, n, args.extra, args.perfci)}
+            if args.plant:  # HEAD~1: the plain GEMM again, HEAD: the planted one
+                (repo / "kernels" / "gemm.py").write_text(GEMM)
+                git(repo, "-c", "user.name=aa", "-c", "user.email=aa@example.com", "commit", "-qam", f"plain {n}",
+                    "--allow-empty")
+            docs_commit(repo, n, args.plant)
+            row = {"kind": args.kind, "perfci": str(args.perfci or "installed"), "plant": args.plant,
+                   **session(repo, suite, args.budget, args.out, n, args.extra, args.perfci, args.plant)}
             with results.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)

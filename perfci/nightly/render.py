@@ -88,9 +88,12 @@ def _compare_table(o: core.Outcome) -> list[str]:
 def _confirm_table(o: core.Outcome) -> list[str]:
     out = ["| verdict | case | tonight vs good | 95% CI | rounds |", "|---|---|---:|---|---:|"]
     for c in o.confirmed or ():
-        verdict = f"**{c.verdict}**" if c.verdict == Verdict.REGRESSED else c.verdict
+        verdict = f"**{c.verdict}**" if c.verdict in (Verdict.REGRESSED, Verdict.BROKEN) else c.verdict
         out.append(f"| {verdict} | {_case(c.key)} | {pct(c.ratio)} | {interval(c.ci_low, c.ci_high)} | "
                    f"{c.rounds} |")
+    # a broken case's reason (the side, the signal, the check, the timeout): what the team acts on
+    out += [f"\n- **broken** {_case(c.key, table=False)}: {_cell(c.reason)}" for c in o.confirmed or ()
+            if c.verdict == Verdict.BROKEN]
     return out
 
 
