@@ -28,8 +28,8 @@ of eight cases on the H200, against 2.6 s shared).
 Forked children are not independent of their parent: they inherit its address
 layout, allocator and thread-pool state and environment, so a worker that serves
 a side for the whole session still gives every run of that side one offset (a
-plain PyTorch GEMM on the CPU: identical code called changed by 2-4% in 6 of 8
-confirm sessions). Hence :meth:`WarmSides.renew`: the session's round loop calls
+plain PyTorch GEMM on the CPU: identical code called changed by 3-5% in 2 of 4
+confirm sessions, benchmarks/results/cpu-confirm-aa-2026-12-03). Hence :meth:`WarmSides.renew`: the session's round loop calls
 it before every round, and each side's runs in that round come from a new worker
 (a new interpreter, a new random environment size, so a new layout). The round is
 the unit every interval is built from, so the process's own variance is inside
@@ -172,14 +172,17 @@ class WarmSides:
             raise RuntimeError("WarmSides is a context manager: enter it first")
         while self._capacity and self._runners and len(self._runners) + len(new) > self._capacity:
             self.close(next(iter(self._runners)))
-        with ThreadPoolExecutor(max_workers=len(new)) as pool:
-            started = [pool.submit(self._start, name, path) for name, path in new]
-        errors = [f.exception() for f in started if f.exception() is not None]
-        runners = [f.result() for f in started if f.exception() is None]
-        if errors:
-            for runner, _ in runners:
-                runner.__exit__(None, None, None)
-            raise errors[0]
+        pool = ThreadPoolExecutor(max_workers=len(new))
+        started = [pool.submit(self._start, name, path) for name, path in new]
+        try:
+            runners = [f.result() for f in started]
+        except BaseException:  # a start that failed, or Ctrl-C: no worker this session holds is left running
+            pool.shutdown(wait=True)
+            for f in started:
+                if f.exception() is None:
+                    f.result()[0].__exit__(None, None, None)
+            raise
+        pool.shutdown(wait=False)
         for (name, path), (runner, device) in zip(new, runners):
             if device == "cuda" and not self._locked:  # one lock for the session: no other perfci job measures
                 try:
