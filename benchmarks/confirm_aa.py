@@ -118,8 +118,8 @@ def session(repo: Path, suite: str, budget: float | None, out: Path, n: int, ext
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - started
-    (out / f"session{n:03d}.stderr").write_text(proc.stderr)
-    (out / f"session{n:03d}.json").write_text(proc.stdout)
+    (out / f"confirm-{n:03d}.stderr").write_text(proc.stderr)
+    (out / f"confirm-{n:03d}.json").write_text(proc.stdout)
     row = {"session": n, "exit": proc.returncode, "seconds": round(seconds, 1), "command": " ".join(cmd[2:])}
     try:
         report = json.loads(proc.stdout)
